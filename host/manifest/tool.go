@@ -1,0 +1,109 @@
+package manifest
+
+import "encoding/json"
+
+// Handler types (SPEC §3).
+const (
+	HandlerWasm          = "wasm"
+	HandlerScript        = "external-script"
+	HandlerServiceMethod = "service-method"
+	HandlerWorkflow      = "workflow"
+)
+
+// WASM guest ABIs (SPEC §5).
+const (
+	ABIWasiCommand = "wasi-command"
+	ABIExtism      = "extism"
+)
+
+// Output formats.
+const (
+	OutputJSON = "json"
+	OutputText = "text"
+)
+
+// Tool is one parsed and validated *.tool.json manifest.
+type Tool struct {
+	ToolID          string           `json:"toolId"`
+	DisplayName     string           `json:"displayName"`
+	Description     string           `json:"description"`
+	Version         string           `json:"version"`
+	Handler         Handler          `json:"handler"`
+	Parameters      json.RawMessage  `json:"parameters,omitempty"`
+	Output          json.RawMessage  `json:"output,omitempty"`
+	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
+	Examples        []Example        `json:"examples,omitempty"`
+	Tags            []string         `json:"tags,omitempty"`
+
+	// Path is the absolute path of the manifest file; Dir is its folder
+	// (the tool's $TOOL folder). Neither is part of the JSON.
+	Path string `json:"-"`
+	Dir  string `json:"-"`
+}
+
+// Handler says how a tool runs. Which fields apply depends on Type.
+type Handler struct {
+	Type string `json:"type"`
+
+	// wasm
+	Module     string            `json:"module,omitempty"`
+	ABI        string            `json:"abi,omitempty"`
+	EntryPoint string            `json:"entryPoint,omitempty"`
+	SHA256     string            `json:"sha256,omitempty"`
+	Config     map[string]string `json:"config,omitempty"`
+
+	// wasm and external-script
+	OutputFormat string `json:"outputFormat,omitempty"`
+
+	// external-script
+	ScriptPath string `json:"scriptPath,omitempty"`
+	Language   string `json:"language,omitempty"`
+
+	// service-method
+	ServiceName string `json:"serviceName,omitempty"`
+	MethodName  string `json:"methodName,omitempty"`
+
+	// workflow
+	Workflow string `json:"workflow,omitempty"`
+}
+
+// SecurityContext is the capabilities a tool requests. It is a request,
+// never a grant by itself: see package policy.
+type SecurityContext struct {
+	FileAccess    *FileAccess    `json:"fileAccess,omitempty"`
+	NetworkAccess *NetworkAccess `json:"networkAccess,omitempty"`
+	Env           []string       `json:"env,omitempty"`
+	Limits        *Limits        `json:"limits,omitempty"`
+}
+
+// FileAccess requests file-system access. Paths are globs relative to the
+// workspace, or start with $TOOL/, $CACHE/ or $TMP/. Mounts maps an extra
+// guest path to a workspace-relative folder.
+type FileAccess struct {
+	AllowRead  []string          `json:"allowRead,omitempty"`
+	AllowWrite []string          `json:"allowWrite,omitempty"`
+	Mounts     map[string]string `json:"mounts,omitempty"`
+}
+
+// NetworkAccess requests network access to host globs, with an optional
+// scheme:// prefix and :port suffix.
+type NetworkAccess struct {
+	AllowHosts []string `json:"allowHosts,omitempty"`
+}
+
+// Limits requests resource limits. Zero means "not requested".
+type Limits struct {
+	TimeoutMs      int64  `json:"timeoutMs,omitempty"`
+	MemoryMb       int64  `json:"memoryMb,omitempty"`
+	Fuel           uint64 `json:"fuel,omitempty"`
+	MaxOutputBytes int64  `json:"maxOutputBytes,omitempty"`
+	// Deterministic asks for a fixed clock and seeded randomness.
+	Deterministic bool `json:"deterministic,omitempty"`
+}
+
+// Example is an example call. Input must validate against Parameters.
+type Example struct {
+	Description    string          `json:"description"`
+	Input          json.RawMessage `json:"input"`
+	ExpectedOutput json.RawMessage `json:"expectedOutput,omitempty"`
+}
