@@ -1,0 +1,103 @@
+package isolate
+
+import (
+	"io"
+	"syscall"
+)
+
+// Access is a set of rights on a path hierarchy.
+type Access uint8
+
+// The rights a [Rule] can grant.
+const (
+	// Read allows reading files and listing directories.
+	Read Access = 1 << iota
+	// Write allows writing, truncating, creating, renaming and removing.
+	Write
+	// Exec allows executing files (and mapping them executable).
+	Exec
+	// Device allows ioctl on device files (e.g. /dev/null).
+	Device
+)
+
+// Rule grants Access to Path and, when Path is a directory, to
+// everything beneath it.
+type Rule struct {
+	Path   string
+	Access Access
+}
+
+// Limits are the rlimits of the child. Zero leaves a limit unset.
+type Limits struct {
+	AddressSpace uint64 // RLIMIT_AS, bytes
+	Data         uint64 // RLIMIT_DATA, bytes
+	Processes    uint64 // RLIMIT_NPROC, processes and threads of the child's uid
+	FileSize     uint64 // RLIMIT_FSIZE, bytes
+	OpenFiles    uint64 // RLIMIT_NOFILE
+	CPUSeconds   uint64 // RLIMIT_CPU, seconds
+}
+
+// Config describes one confined child.
+type Config struct {
+	// Path is the absolute path of the program; Args its arguments
+	// (without argv[0]). There is never a shell.
+	Path string
+	Args []string
+	// Env is the complete environment ("K=V"); nothing is inherited.
+	Env []string
+	// Dir is the working directory.
+	Dir string
+
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+
+	// Landlock confines the child to Rules (and denies all TCP) when
+	// set; the caller checks availability with [Probe] first.
+	Landlock bool
+	Rules    []Rule
+	// Namespaces puts the child in fresh network and PID namespaces
+	// (and a user namespace when the host is not root), so it has no
+	// network interface but a down loopback and its whole process tree
+	// dies with it.
+	Namespaces bool
+	// UID, when the host runs as root, is the unprivileged uid (and gid)
+	// the child runs as; it keeps CAP_DAC_OVERRIDE and
+	// CAP_DAC_READ_SEARCH as ambient capabilities so that Landlock, not
+	// file modes, decides which files it may reach. Ignored when the
+	// host is not root.
+	UID uint32
+	// Prlimit is the path of the util-linux prlimit(1) program used to
+	// set Limits before the program runs; empty leaves rlimits unset.
+	Prlimit string
+	Limits  Limits
+}
+
+// Exit is how a child ended.
+type Exit struct {
+	// Code is the exit status, or -1 when a signal ended the child.
+	Code int
+	// Signal is the signal that ended the child, if any.
+	Signal syscall.Signal
+	// Killed is set when Run killed the child because its context ended.
+	Killed bool
+}
+
+// Features is what the running kernel and system offer.
+type Features struct {
+	// LandlockABI is the Landlock ABI version, 0 when unavailable
+	// (LandlockErr says why).
+	LandlockABI int
+	LandlockErr error
+	// Namespaces reports whether a child can be started in fresh
+	// network and PID namespaces (NamespacesErr says why not).
+	Namespaces    bool
+	NamespacesErr error
+	// Root is set when the host runs as root: the child then gets a
+	// per-call unprivileged uid instead of a user namespace.
+	Root bool
+	// Prlimit is the path of prlimit(1), empty when absent
+	// (PrlimitErr says why).
+	Prlimit    string
+	PrlimitErr error
+}

@@ -1,0 +1,169 @@
+//go:build linux
+
+package isolate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Run starts the child described by c, waits for it and returns how it
+// ended. When ctx ends first the child is killed with SIGKILL (with
+// Namespaces, that tears down its PID namespace and so every descendant,
+// including those that called setsid; without, its process group) and Run
+// still waits for it. The error is non-nil only when the child could not
+// be started.
+func Run(ctx context.Context, c *Config) (Exit, error) {
+	type started struct {
+		pid int
+		err error
+	}
+	type waited struct {
+		state *os.ProcessState
+		err   error
+	}
+	startc := make(chan started, 1)
+	waitc := make(chan waited, 1)
+	go func() {
+		// This goroutine's thread is confined below and must never run
+		// anything else: it is locked and never unlocked, so the Go
+		// runtime terminates the thread when the goroutine returns.
+		runtime.LockOSThread()
+		cmd, err := c.command()
+		if err == nil && c.Landlock {
+			abi, aerr := landlockABI()
+			if aerr != nil {
+				err = fmt.Errorf("landlock: %w", aerr)
+			} else {
+				err = restrictThread(abi, c.Rules)
+			}
+		}
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			startc <- started{err: err}
+			return
+		}
+		startc <- started{pid: cmd.Process.Pid}
+		// Waiting on this thread keeps it alive as long as the child:
+		// Pdeathsig fires when the forking thread exits.
+		werr := cmd.Wait()
+		waitc <- waited{state: cmd.ProcessState, err: werr}
+	}()
+	s := <-startc
+	if s.err != nil {
+		return Exit{}, fmt.Errorf("start %s: %w", c.Path, s.err)
+	}
+	var killed bool
+	var w waited
+	select {
+	case w = <-waitc:
+	case <-ctx.Done():
+		killed = true
+		kill(s.pid, c.Namespaces)
+		w = <-waitc
+	}
+	if w.state == nil {
+		return Exit{}, fmt.Errorf("wait %s: %w", c.Path, w.err)
+	}
+	ex := Exit{Code: w.state.ExitCode(), Killed: killed}
+	if ws, ok := w.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		ex.Signal = ws.Signal()
+	}
+	return ex, nil
+}
+
+// kill ends the child and, without a PID namespace, its process group.
+// In a PID namespace the child is its init: killing it makes the kernel
+// kill every other process of the namespace before the child is reaped.
+func kill(pid int, pidns bool) {
+	if !pidns {
+		_ = unix.Kill(-pid, unix.SIGKILL)
+	}
+	_ = unix.Kill(pid, unix.SIGKILL)
+}
+
+// command builds the exec.Cmd for c: the prlimit wrapper when rlimits are
+// asked for, the namespaces and credentials, and the plumbing.
+func (c *Config) command() (*exec.Cmd, error) {
+	if c.Path == "" || c.Path[0] != '/' {
+		return nil, fmt.Errorf("program path %q is not absolute", c.Path)
+	}
+	path, args := c.Path, c.Args
+	if c.Prlimit != "" {
+		path = c.Prlimit
+		args = append(c.Limits.prlimitArgs(), "--")
+		args = append(args, c.Path)
+		args = append(args, c.Args...)
+	}
+	cmd := &exec.Cmd{
+		Path:   path,
+		Args:   append([]string{path}, args...),
+		Env:    c.Env,
+		Dir:    c.Dir,
+		Stdin:  c.Stdin,
+		Stdout: c.Stdout,
+		Stderr: c.Stderr,
+		// A descendant that somehow kept a pipe open must not block Wait.
+		WaitDelay: time.Second,
+	}
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	// os/exec opens /dev/null for nil streams, which would happen after
+	// the thread is confined: use pipes instead.
+	if cmd.Stdin == nil {
+		cmd.Stdin = strings.NewReader("")
+	}
+	if cmd.Stdout == nil {
+		cmd.Stdout = io.Discard
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = io.Discard
+	}
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if c.Namespaces {
+		attr.Cloneflags = syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+		if os.Geteuid() != 0 {
+			attr.Cloneflags |= syscall.CLONE_NEWUSER
+		}
+	}
+	if os.Geteuid() == 0 && c.UID != 0 {
+		attr.Credential = &syscall.Credential{Uid: c.UID, Gid: c.UID, Groups: []uint32{}}
+		attr.AmbientCaps = []uintptr{unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH}
+	}
+	cmd.SysProcAttr = attr
+	return cmd, nil
+}
+
+// prlimitArgs renders l as prlimit(1) options (soft = hard).
+func (l Limits) prlimitArgs() []string {
+	var a []string
+	add := func(name string, v uint64) {
+		if v != 0 {
+			a = append(a, "--"+name+"="+strconv.FormatUint(v, 10))
+		}
+	}
+	add("as", l.AddressSpace)
+	add("data", l.Data)
+	add("nproc", l.Processes)
+	add("fsize", l.FileSize)
+	add("nofile", l.OpenFiles)
+	add("cpu", l.CPUSeconds)
+	return a
+}
+
+// errNoPrlimit is returned by Probe's rlimit check when prlimit(1) is absent.
+var errNoPrlimit = errors.New("prlimit(1) from util-linux not found")
