@@ -1,0 +1,60 @@
+package sandboxfs
+
+import (
+	"sync"
+
+	"github.com/agenthost/agenthost/host/policy"
+)
+
+// Checker decides file access under a grant. *policy.Grant implements it.
+//
+// rel is a clean slash-separated path relative to root, "." for the root
+// itself; it never starts with "/" or "..".
+type Checker interface {
+	// Allows reports whether rel may be read (write false) or written
+	// (write true: created, truncated, modified, renamed, removed).
+	Allows(root policy.Root, rel string, write bool) bool
+	// CanList reports whether the directory relDir may be listed, i.e.
+	// whether a granted rule can match something under it.
+	CanList(root policy.Root, relDir string) bool
+}
+
+// Denials records the accesses refused during one call. It is safe for
+// concurrent use.
+type Denials struct {
+	mu     sync.Mutex
+	lines  []string
+	onDeny func(line string)
+}
+
+// NewDenials returns an empty record. onDeny, if not nil, receives each
+// refusal line as it happens (the runner appends it to the call's logs).
+func NewDenials(onDeny func(line string)) *Denials {
+	return &Denials{onDeny: onDeny}
+}
+
+// Record adds one refusal line such as
+// "denied: open /workspace/secret.txt (read)".
+func (d *Denials) Record(line string) {
+	d.mu.Lock()
+	d.lines = append(d.lines, line)
+	hook := d.onDeny
+	d.mu.Unlock()
+	if hook != nil {
+		hook(line)
+	}
+}
+
+// Count returns the number of refusals so far.
+func (d *Denials) Count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.lines)
+}
+
+// Lines returns a copy of the refusal lines so far.
+func (d *Denials) Lines() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.lines...)
+}

@@ -1,0 +1,579 @@
+package sandboxfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/agenthost/agenthost/host/policy"
+)
+
+// maxSymlinkHops bounds symbolic link resolution, like the kernel's 40.
+const maxSymlinkHops = 40
+
+// Config describes one mount.
+type Config struct {
+	// Root is the grant root the rules are checked against.
+	Root policy.Root
+	// Dir is the host folder backing the mount. It must be empty when
+	// Temp is set.
+	Dir string
+	// Prefix is the root-relative folder the mount shows ("" = the whole
+	// root). Rules see Prefix + "/" + the mount-relative path. Used for
+	// extra mounts into the workspace.
+	Prefix string
+	// GuestPath is where the guest sees the mount (e.g. "/workspace"),
+	// used in refusal lines.
+	GuestPath string
+	// Checker decides each access.
+	Checker Checker
+	// ReadOnly refuses every write whatever the Checker says ($TOOL).
+	ReadOnly bool
+	// Create makes Dir (and its parents) on first use ($CACHE).
+	Create bool
+	// Temp makes a fresh temporary folder on first use and removes it on
+	// Close ($TMP). Nothing is created when the guest never touches it.
+	Temp bool
+	// Denials receives every refusal. Required.
+	Denials *Denials
+}
+
+// FS is a grant-checking experimental/sys.FS over one host folder. Create
+// it with [New] for each call and Close it after the call.
+type FS struct {
+	experimentalsys.UnimplementedFS
+
+	cfg    Config
+	prefix string // cleaned Prefix, "" for none
+
+	mu     sync.Mutex
+	opened bool
+	closed bool
+	root   *os.Root
+	dir    string
+	err    error
+}
+
+// New returns the FS of one mount. The host folder is opened lazily, on
+// the guest's first access.
+func New(cfg Config) (*FS, error) {
+	if cfg.Checker == nil {
+		return nil, errors.New("sandboxfs: nil checker")
+	}
+	if cfg.Denials == nil {
+		return nil, errors.New("sandboxfs: nil denials")
+	}
+	if cfg.Temp == (cfg.Dir != "") {
+		return nil, fmt.Errorf("sandboxfs: mount %s: exactly one of Dir and Temp must be set", cfg.GuestPath)
+	}
+	prefix := ""
+	if cfg.Prefix != "" {
+		prefix = path.Clean(strings.ReplaceAll(cfg.Prefix, "\\", "/"))
+		if prefix == "." {
+			prefix = ""
+		}
+		if path.IsAbs(prefix) || prefix == ".." || strings.HasPrefix(prefix, "../") {
+			return nil, fmt.Errorf("sandboxfs: mount %s: prefix %q leaves its root", cfg.GuestPath, cfg.Prefix)
+		}
+	}
+	return &FS{cfg: cfg, prefix: prefix}, nil
+}
+
+// Dir returns the host folder in use ("" while a Temp folder has not been
+// created yet).
+func (f *FS) Dir() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dir
+}
+
+// Close releases the host folder and removes it if it is a Temp folder.
+func (f *FS) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	var errs []error
+	if f.root != nil {
+		errs = append(errs, f.root.Close())
+		f.root = nil
+	}
+	if f.cfg.Temp && f.dir != "" {
+		errs = append(errs, removeTemp(f.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// removeTemp removes a per-call folder even if the guest made parts of it
+// read-only.
+func removeTemp(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	_ = fs.WalkDir(os.DirFS(dir), ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(path.Join(dir, p), 0o700)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove temp %s: %w", dir, err)
+	}
+	return nil
+}
+
+// open returns the root, opening (and creating) the host folder on first
+// use.
+func (f *FS) open() (*os.Root, experimentalsys.Errno) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, experimentalsys.EBADF
+	}
+	if !f.opened {
+		f.opened = true
+		f.root, f.dir, f.err = f.openLocked()
+	}
+	if f.err != nil {
+		return nil, experimentalsys.UnwrapOSError(f.err)
+	}
+	return f.root, 0
+}
+
+func (f *FS) openLocked() (*os.Root, string, error) {
+	dir := f.cfg.Dir
+	switch {
+	case f.cfg.Temp:
+		d, err := os.MkdirTemp("", "agenthost-tmp-")
+		if err != nil {
+			return nil, "", fmt.Errorf("make temp: %w", err)
+		}
+		dir = d
+	case f.cfg.Create:
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, dir, fmt.Errorf("make %s: %w", dir, err)
+		}
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, dir, fmt.Errorf("open %s: %w", dir, err)
+	}
+	return r, dir, nil
+}
+
+// guestName is the path the guest asked for, for refusal lines.
+func (f *FS) guestName(p string) string {
+	p = strings.TrimSuffix(p, "/")
+	if p == "" || p == "." {
+		return f.cfg.GuestPath
+	}
+	return strings.TrimSuffix(f.cfg.GuestPath, "/") + "/" + p
+}
+
+// deny records a refusal and returns EACCES.
+func (f *FS) deny(op, p, mode, why string) experimentalsys.Errno {
+	line := fmt.Sprintf("denied: %s %s (%s)", op, f.guestName(p), mode)
+	if why != "" {
+		line += ": " + why
+	}
+	f.cfg.Denials.Record(line)
+	return experimentalsys.EACCES
+}
+
+// ruleRel maps a mount-relative canonical path to the root-relative path
+// the rules see.
+func (f *FS) ruleRel(rel string) string {
+	if f.prefix == "" {
+		return rel
+	}
+	if rel == "." {
+		return f.prefix
+	}
+	return f.prefix + "/" + rel
+}
+
+func (f *FS) allows(rel string, write bool) bool {
+	if write && f.cfg.ReadOnly {
+		return false
+	}
+	return f.cfg.Checker.Allows(f.cfg.Root, f.ruleRel(rel), write)
+}
+
+func (f *FS) canList(rel string) bool {
+	return f.cfg.Checker.CanList(f.cfg.Root, f.ruleRel(rel))
+}
+
+// visible reports whether the guest may learn that rel exists: it may
+// read or write it, or list it.
+func (f *FS) visible(rel string) bool {
+	return rel == "." || f.allows(rel, false) || f.allows(rel, true) || f.canList(rel)
+}
+
+// errEscape is returned by resolve for a path or link leaving the mount.
+var errEscape = errors.New("leaves the mount")
+
+// resolve returns the canonical mount-relative path ("." for the root) of
+// the guest path p, following symbolic links inside the mount (the last
+// component only if followLast). A link with an absolute target, or any
+// path that climbs above the mount, is errEscape. Components after the
+// first missing one are joined lexically.
+func resolve(root *os.Root, p string, followLast bool) (string, error) {
+	pending := splitPath(p)
+	var done []string
+	hops := 0
+	missing := false
+	for len(pending) > 0 {
+		c := pending[0]
+		pending = pending[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return "", errEscape
+			}
+			done = done[:len(done)-1]
+			continue
+		}
+		if missing || (len(pending) == 0 && !followLast) {
+			done = append(done, c)
+			continue
+		}
+		cand := strings.Join(append(done[:len(done):len(done)], c), "/")
+		fi, err := root.Lstat(cand)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				missing = true
+				done = append(done, c)
+				continue
+			}
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done = append(done, c)
+			continue
+		}
+		hops++
+		if hops > maxSymlinkHops {
+			return "", syscall.ELOOP
+		}
+		target, err := root.Readlink(cand)
+		if err != nil {
+			return "", err
+		}
+		if path.IsAbs(target) || strings.HasPrefix(target, "\\") {
+			return "", errEscape
+		}
+		pending = append(splitPath(target), pending...)
+	}
+	if len(done) == 0 {
+		return ".", nil
+	}
+	return strings.Join(done, "/"), nil
+}
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// lookup opens the root and resolves p; a refusal is recorded under op
+// and mode.
+func (f *FS) lookup(op, p, mode string, followLast bool) (*os.Root, string, experimentalsys.Errno) {
+	root, errno := f.open()
+	if errno != 0 {
+		return nil, "", errno
+	}
+	rel, err := resolve(root, p, followLast)
+	if errors.Is(err, errEscape) {
+		return nil, "", f.deny(op, p, mode, "path or symlink leaves "+f.cfg.GuestPath)
+	}
+	if err != nil {
+		return nil, "", experimentalsys.UnwrapOSError(err)
+	}
+	return root, rel, 0
+}
+
+// OpenFile implements experimentalsys.FS.
+func (f *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	acc := flag & (experimentalsys.O_RDONLY | experimentalsys.O_RDWR | experimentalsys.O_WRONLY)
+	read := acc != experimentalsys.O_WRONLY
+	write := acc != experimentalsys.O_RDONLY || flag&(experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_APPEND) != 0
+	mode := accessMode(read, write)
+	nofollow := flag&experimentalsys.O_NOFOLLOW != 0
+	wantDir := flag&experimentalsys.O_DIRECTORY != 0 || strings.HasSuffix(p, "/")
+
+	root, rel, errno := f.lookup("open", p, mode, !nofollow)
+	if errno != 0 {
+		return nil, errno
+	}
+	fi, statErr := root.Lstat(rel)
+	exists := statErr == nil
+	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+		return nil, experimentalsys.UnwrapOSError(statErr)
+	}
+	if exists && fi.Mode()&fs.ModeSymlink != 0 {
+		// Only reachable with O_NOFOLLOW: opening the link itself.
+		if !f.visible(rel) {
+			return nil, f.deny("open", p, mode, "")
+		}
+		return nil, experimentalsys.ELOOP
+	}
+	isDir := exists && fi.IsDir()
+	switch {
+	case isDir && write:
+		if !f.allows(rel, true) {
+			return nil, f.deny("open", p, mode, "")
+		}
+		return nil, experimentalsys.EISDIR
+	case isDir:
+		if !f.visible(rel) {
+			return nil, f.deny("open", p, mode, "")
+		}
+	default:
+		if (read && !f.allows(rel, false)) || (write && !f.allows(rel, true)) {
+			return nil, f.deny("open", p, mode, "")
+		}
+		if exists && wantDir {
+			return nil, experimentalsys.ENOTDIR
+		}
+	}
+	osf, err := root.OpenFile(rel, osFlag(flag), perm)
+	if err != nil {
+		return nil, experimentalsys.UnwrapOSError(err)
+	}
+	st, err := osf.Stat()
+	if err != nil {
+		_ = osf.Close()
+		return nil, experimentalsys.UnwrapOSError(err)
+	}
+	out := &file{
+		fs:     f,
+		f:      osf,
+		rel:    rel,
+		guest:  p,
+		isDir:  st.IsDir(),
+		append: flag&experimentalsys.O_APPEND != 0,
+	}
+	if out.File, errno = newSeeker(out.seekTo); errno != 0 {
+		_ = osf.Close()
+		return nil, errno
+	}
+	return out, 0
+}
+
+func accessMode(read, write bool) string {
+	switch {
+	case read && write:
+		return "read-write"
+	case write:
+		return "write"
+	default:
+		return "read"
+	}
+}
+
+func osFlag(flag experimentalsys.Oflag) int {
+	var out int
+	switch flag & (experimentalsys.O_RDONLY | experimentalsys.O_RDWR | experimentalsys.O_WRONLY) {
+	case experimentalsys.O_RDWR:
+		out = os.O_RDWR
+	case experimentalsys.O_WRONLY:
+		out = os.O_WRONLY
+	default:
+		out = os.O_RDONLY
+	}
+	if flag&experimentalsys.O_APPEND != 0 {
+		out |= os.O_APPEND
+	}
+	if flag&experimentalsys.O_CREAT != 0 {
+		out |= os.O_CREATE
+	}
+	if flag&experimentalsys.O_EXCL != 0 {
+		out |= os.O_EXCL
+	}
+	if flag&(experimentalsys.O_SYNC|experimentalsys.O_DSYNC|experimentalsys.O_RSYNC) != 0 {
+		out |= os.O_SYNC
+	}
+	if flag&experimentalsys.O_TRUNC != 0 {
+		out |= os.O_TRUNC
+	}
+	return out
+}
+
+// Stat implements experimentalsys.FS.
+func (f *FS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	return f.stat(p, true)
+}
+
+// Lstat implements experimentalsys.FS.
+func (f *FS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	return f.stat(p, false)
+}
+
+func (f *FS) stat(p string, follow bool) (sys.Stat_t, experimentalsys.Errno) {
+	root, rel, errno := f.lookup("stat", p, "read", follow)
+	if errno != 0 {
+		return sys.Stat_t{}, errno
+	}
+	if !f.visible(rel) {
+		return sys.Stat_t{}, f.deny("stat", p, "read", "")
+	}
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// Readlink implements experimentalsys.FS.
+func (f *FS) Readlink(p string) (string, experimentalsys.Errno) {
+	root, rel, errno := f.lookup("readlink", p, "read", false)
+	if errno != 0 {
+		return "", errno
+	}
+	if !f.visible(rel) {
+		return "", f.deny("readlink", p, "read", "")
+	}
+	target, err := root.Readlink(rel)
+	if err != nil {
+		return "", experimentalsys.UnwrapOSError(err)
+	}
+	return target, 0
+}
+
+// writable resolves p for a modifying operation and checks the write rule.
+func (f *FS) writable(op, p string, follow bool) (*os.Root, string, experimentalsys.Errno) {
+	root, rel, errno := f.lookup(op, p, "write", follow)
+	if errno != 0 {
+		return nil, "", errno
+	}
+	if rel == "." || !f.allows(rel, true) {
+		return nil, "", f.deny(op, p, "write", "")
+	}
+	return root, rel, 0
+}
+
+// Mkdir implements experimentalsys.FS.
+func (f *FS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	root, rel, errno := f.writable("mkdir", p, false)
+	if errno != 0 {
+		return errno
+	}
+	return experimentalsys.UnwrapOSError(root.Mkdir(rel, perm))
+}
+
+// Chmod implements experimentalsys.FS.
+func (f *FS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	root, rel, errno := f.writable("chmod", p, true)
+	if errno != 0 {
+		return errno
+	}
+	return experimentalsys.UnwrapOSError(root.Chmod(rel, perm))
+}
+
+// Rename implements experimentalsys.FS.
+func (f *FS) Rename(from, to string) experimentalsys.Errno {
+	root, fromRel, errno := f.writable("rename", from, false)
+	if errno != 0 {
+		return errno
+	}
+	_, toRel, errno := f.writable("rename", to, false)
+	if errno != 0 {
+		return errno
+	}
+	return experimentalsys.UnwrapOSError(root.Rename(fromRel, toRel))
+}
+
+// Rmdir implements experimentalsys.FS.
+func (f *FS) Rmdir(p string) experimentalsys.Errno {
+	root, rel, errno := f.writable("rmdir", p, false)
+	if errno != 0 {
+		return errno
+	}
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return experimentalsys.UnwrapOSError(err)
+	}
+	if !fi.IsDir() {
+		return experimentalsys.ENOTDIR
+	}
+	return experimentalsys.UnwrapOSError(root.Remove(rel))
+}
+
+// Unlink implements experimentalsys.FS.
+func (f *FS) Unlink(p string) experimentalsys.Errno {
+	root, rel, errno := f.writable("unlink", p, false)
+	if errno != 0 {
+		return errno
+	}
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return experimentalsys.UnwrapOSError(err)
+	}
+	if fi.IsDir() {
+		return experimentalsys.EISDIR
+	}
+	return experimentalsys.UnwrapOSError(root.Remove(rel))
+}
+
+// Link implements experimentalsys.FS. The source must be both readable
+// and writable under the grant: a hard link is a second name for the same
+// data, so it must not widen what the guest can read or change.
+func (f *FS) Link(oldPath, newPath string) experimentalsys.Errno {
+	root, oldRel, errno := f.lookup("link", oldPath, "read-write", false)
+	if errno != 0 {
+		return errno
+	}
+	if !f.allows(oldRel, false) || !f.allows(oldRel, true) {
+		return f.deny("link", oldPath, "read-write", "")
+	}
+	_, newRel, errno := f.writable("link", newPath, false)
+	if errno != 0 {
+		return errno
+	}
+	return experimentalsys.UnwrapOSError(root.Link(oldRel, newRel))
+}
+
+// Symlink implements experimentalsys.FS. Guests cannot create symbolic
+// links: a link could be swapped between the check and the use of a path
+// by a concurrent call, so every link the resolver sees is the operator's.
+func (f *FS) Symlink(_, linkName string) experimentalsys.Errno {
+	return f.deny("symlink", linkName, "write", "guests cannot create symbolic links")
+}
+
+// Utimens implements experimentalsys.FS.
+func (f *FS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
+	root, rel, errno := f.writable("utimes", p, true)
+	if errno != 0 {
+		return errno
+	}
+	return chtimes(root, rel, atim, mtim)
+}
+
+func chtimes(root *os.Root, rel string, atim, mtim int64) experimentalsys.Errno {
+	return experimentalsys.UnwrapOSError(root.Chtimes(rel, nanoTime(atim), nanoTime(mtim)))
+}
+
+// nanoTime converts a WASI timestamp; UTIME_OMIT becomes the zero time,
+// which os.Chtimes leaves unchanged.
+func nanoTime(ns int64) time.Time {
+	if ns == experimentalsys.UTIME_OMIT {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// Interface guards
+var _ experimentalsys.FS = (*FS)(nil)
