@@ -35,7 +35,7 @@ const maxRefHops = 16
 // Coerce(Coerce(v)) equals Coerce(v). What it cannot convert it leaves for
 // Validate to report.
 func (s *Schema) Coerce(v any) any {
-	out, _ := coerce(s.js, v, 0)
+	out, _ := s.coerce(s.js, v, 0)
 	return out
 }
 
@@ -50,12 +50,15 @@ const (
 	kObj
 )
 
-func coerce(sch *jsonschema.Schema, v any, depth int) (any, bool) {
+func (s *Schema) coerce(sch *jsonschema.Schema, v any, depth int) (any, bool) {
 	if sch == nil || depth > maxCoerceDepth {
 		return v, false
 	}
 	changed := false
-	want := allowedKinds(sch, 0)
+	want, ok := s.kinds[sch]
+	if !ok {
+		want = allowedKinds(sch, 0)
+	}
 	if want != 0 && !allows(want, v) {
 		if nv, ok := convert(want, v); ok {
 			v, changed = nv, true
@@ -65,7 +68,7 @@ func coerce(sch *jsonschema.Schema, v any, depth int) (any, bool) {
 	case map[string]any:
 		var out map[string]any
 		for k, e := range x {
-			ne, ch := coerce(propertySchema(sch, k, 0), e, depth+1)
+			ne, ch := s.coerce(propertySchema(sch, k, 0), e, depth+1)
 			if !ch {
 				continue
 			}
@@ -83,7 +86,7 @@ func coerce(sch *jsonschema.Schema, v any, depth int) (any, bool) {
 	case []any:
 		var out []any
 		for i, e := range x {
-			ne, ch := coerce(itemSchema(sch, i, 0), e, depth+1)
+			ne, ch := s.coerce(itemSchema(sch, i, 0), e, depth+1)
 			if !ch {
 				continue
 			}
@@ -155,7 +158,7 @@ func allows(want uint8, v any) bool {
 	case map[string]any:
 		return want&kObj != 0
 	}
-	if _, ok := number(v); ok || isNumeric(v) {
+	if isNumeric(v) {
 		return want&(kInt|kNum) != 0
 	}
 	return true // not a JSON value: leave it to Validate

@@ -278,39 +278,67 @@ func exactNumber(n json.Number) (float64, bool) {
 	return f, err == nil
 }
 
-// number converts a Go numeric value to float64 when that is exact.
-func number(v any) (float64, bool) {
+// fastNum is a number seen by the fast path: its float64 value, whether
+// that value is exact, and whether the number is an integer.
+type fastNum struct {
+	f       float64
+	exact   bool
+	integer bool
+}
+
+// number reads a Go numeric value. ok is false when the fast path cannot
+// tell (NaN, infinities, out-of-range or exponent-form json.Number).
+func number(v any) (fastNum, bool) {
 	const maxExact = 1 << 53
 	switch x := v.(type) {
 	case float64:
-		return x, !math.IsNaN(x) && !math.IsInf(x, 0)
+		return fastNum{x, true, x == math.Trunc(x)}, !math.IsNaN(x) && !math.IsInf(x, 0)
 	case float32:
 		f := float64(x)
-		return f, !math.IsNaN(f) && !math.IsInf(f, 0)
+		return fastNum{f, true, f == math.Trunc(f)}, !math.IsNaN(f) && !math.IsInf(f, 0)
 	case json.Number:
-		return exactNumber(x)
+		return jsonNumber(x)
 	case int:
-		return float64(x), x > -maxExact && x < maxExact
+		return fastNum{float64(x), x > -maxExact && x < maxExact, true}, true
 	case int8:
-		return float64(x), true
+		return fastNum{float64(x), true, true}, true
 	case int16:
-		return float64(x), true
+		return fastNum{float64(x), true, true}, true
 	case int32:
-		return float64(x), true
+		return fastNum{float64(x), true, true}, true
 	case int64:
-		return float64(x), x > -maxExact && x < maxExact
+		return fastNum{float64(x), x > -maxExact && x < maxExact, true}, true
 	case uint:
-		return float64(x), x < maxExact
+		return fastNum{float64(x), x < maxExact, true}, true
 	case uint8:
-		return float64(x), true
+		return fastNum{float64(x), true, true}, true
 	case uint16:
-		return float64(x), true
+		return fastNum{float64(x), true, true}, true
 	case uint32:
-		return float64(x), true
+		return fastNum{float64(x), true, true}, true
 	case uint64:
-		return float64(x), x < maxExact
+		return fastNum{float64(x), x < maxExact, true}, true
 	}
-	return 0, false
+	return fastNum{}, false
+}
+
+// jsonNumber reads a json.Number without allocating. Exponent forms are
+// left to the full validator.
+func jsonNumber(n json.Number) (fastNum, bool) {
+	s := string(n)
+	if !isJSONNumber(s) || strings.ContainsAny(s, "eE") {
+		return fastNum{}, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return fastNum{}, false
+	}
+	integer := true
+	if _, frac, ok := strings.Cut(s, "."); ok {
+		integer = strings.Trim(frac, "0") == ""
+	}
+	_, exact := exactNumber(n)
+	return fastNum{f, exact, integer}, true
 }
 
 // valid reports whether v is certainly valid against n. false means invalid
@@ -346,16 +374,18 @@ func (n *fastNode) valid(v any, depth int) bool {
 			return false
 		}
 	default:
-		var ok bool
-		f, ok = number(v)
+		num, ok := number(v)
 		if !ok {
 			return false
 		}
-		isNum = true
-		if n.types != 0 && n.types&tNum == 0 && !(n.types&tInt != 0 && f == math.Trunc(f)) {
+		isNum, f = true, num.f
+		if n.types != 0 && n.types&tNum == 0 && !(n.types&tInt != 0 && num.integer) {
 			return false
 		}
-		if !n.numberOK(f) {
+		if !n.numberOK(num) {
+			return false
+		}
+		if (n.hasEnum || n.hasConst) && !num.exact {
 			return false
 		}
 	}
@@ -433,8 +463,17 @@ func (n *fastNode) stringOK(s string) bool {
 	return n.pattern == nil || n.pattern.MatchString(s)
 }
 
-func (n *fastNode) numberOK(f float64) bool {
-	return (!n.hasMin || f >= n.min) && (!n.hasMax || f <= n.max) &&
+// numberOK checks the bounds. For an inexact value (rounded to the nearest
+// float64), only strict comparisons are conclusive: rounding is monotonic
+// and the bounds are exact, so rounded > bound implies value > bound, while
+// rounded == bound says nothing.
+func (n *fastNode) numberOK(num fastNum) bool {
+	f := num.f
+	if num.exact {
+		return (!n.hasMin || f >= n.min) && (!n.hasMax || f <= n.max) &&
+			(!n.hasExMin || f > n.exMin) && (!n.hasExMax || f < n.exMax)
+	}
+	return (!n.hasMin || f > n.min) && (!n.hasMax || f < n.max) &&
 		(!n.hasExMin || f > n.exMin) && (!n.hasExMax || f < n.exMax)
 }
 

@@ -130,11 +130,17 @@ type Schema struct {
 	// byLocation maps every reachable sub-schema's location to it, to find
 	// the candidate names for did-you-mean on an unknown property.
 	byLocation map[string]*jsonschema.Schema
+	// kinds caches allowedKinds of every reachable schema for Coerce.
+	kinds map[*jsonschema.Schema]uint8
 }
 
 func newSchema(js *jsonschema.Schema, url string) *Schema {
-	s := &Schema{url: url, js: js, byLocation: map[string]*jsonschema.Schema{}}
-	walk(js, func(n *jsonschema.Schema) { s.byLocation[n.Location] = n })
+	s := &Schema{url: url, js: js, byLocation: map[string]*jsonschema.Schema{},
+		kinds: map[*jsonschema.Schema]uint8{}}
+	walk(js, func(n *jsonschema.Schema) {
+		s.byLocation[n.Location] = n
+		s.kinds[n] = allowedKinds(n, 0)
+	})
 	s.fast = compileFast(js)
 	return s
 }
