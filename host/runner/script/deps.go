@@ -1,0 +1,199 @@
+package script
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// deps is a tool's installed dependencies.
+type deps struct {
+	// dir is the folder granted read and execute to the script.
+	dir string
+	// nodePath is NODE_PATH for node and bun tools.
+	nodePath string
+	// python is the venv interpreter for Python tools with a venv.
+	python string
+}
+
+// Marker files in a dependency cache folder.
+const (
+	markerOK     = ".agenthost-ok"
+	markerFailed = ".agenthost-failed"
+)
+
+// installTimeout bounds one dependency installation.
+const installTimeout = 5 * time.Minute
+
+// depError is a remembered dependency failure; calls fail with it.
+type depError struct{ msg string }
+
+func (e *depError) Error() string { return e.msg }
+
+// installDeps installs the tool's dependencies, once per digest of its
+// dependency files, into cacheRoot. It returns nil deps when the tool has
+// none. A failure is written next to the cache folder and returned as a
+// *depError on every later Prepare without retrying; remove the folder to
+// retry.
+func (r *Runner) installDeps(ctx context.Context, toolID, toolDir, lang string, in *interpreter) (*deps, error) {
+	var files []string
+	var kind string
+	switch lang {
+	case LangNode, LangBun:
+		kind, files = "npm", []string{"package.json", "package-lock.json", "npm-shrinkwrap.json"}
+	case LangPython:
+		kind, files = "venv", []string{"requirements.txt"}
+	}
+	digest, present, err := digestFiles(toolDir, files)
+	if err != nil {
+		return nil, err
+	}
+	if !present {
+		return nil, nil
+	}
+	dir := filepath.Join(r.cacheDir, kind, safeName(toolID), digest[:16])
+	d := &deps{dir: dir}
+	switch kind {
+	case "npm":
+		d.nodePath = filepath.Join(dir, "node_modules")
+	case "venv":
+		d.python = filepath.Join(dir, "bin", "python3")
+	}
+	r.installMu.Lock()
+	defer r.installMu.Unlock()
+	if msg, err := os.ReadFile(filepath.Join(dir, markerFailed)); err == nil {
+		return nil, &depError{msg: string(msg)}
+	}
+	if _, err := os.Stat(filepath.Join(dir, markerOK)); err == nil {
+		return d, nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("clear dependency cache: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create dependency cache: %w", err)
+	}
+	ictx, cancel := context.WithTimeout(ctx, installTimeout)
+	defer cancel()
+	var ierr error
+	switch kind {
+	case "npm":
+		ierr = installNpm(ictx, toolDir, dir)
+	case "venv":
+		ierr = installVenv(ictx, toolDir, dir, in.exe)
+	}
+	if ierr != nil {
+		if ctx.Err() != nil {
+			// Cancelled by the caller: not the tool's fault, not remembered.
+			return nil, fmt.Errorf("install dependencies: %w", ctx.Err())
+		}
+		msg := fmt.Sprintf("dependency install failed (%s, cached in %s; remove it to retry): %s", kind, dir, ierr)
+		_ = os.WriteFile(filepath.Join(dir, markerFailed), []byte(msg), 0o644)
+		return nil, &depError{msg: msg}
+	}
+	if err := os.WriteFile(filepath.Join(dir, markerOK), nil, 0o644); err != nil {
+		return nil, fmt.Errorf("mark dependency cache: %w", err)
+	}
+	return d, nil
+}
+
+// installNpm copies package.json (and the lockfile) into dir and installs
+// the production dependencies there. Lifecycle scripts are never run:
+// they would be tool code running outside the sandbox.
+func installNpm(ctx context.Context, toolDir, dir string) error {
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return fmt.Errorf("npm not found: %w", err)
+	}
+	lock := false
+	for _, f := range []string{"package.json", "package-lock.json", "npm-shrinkwrap.json"} {
+		b, err := os.ReadFile(filepath.Join(toolDir, f))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		lock = lock || f != "package.json"
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	verb := "install"
+	if lock {
+		verb = "ci"
+	}
+	return runTool(ctx, dir, npm, verb, "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", "--no-update-notifier")
+}
+
+// installVenv creates a venv in dir and installs requirements.txt from
+// the tool's wheels/ folder only: PyPI is never contacted.
+func installVenv(ctx context.Context, toolDir, dir, python string) error {
+	if err := runTool(ctx, dir, python, "-m", "venv", "--without-pip", dir); err != nil {
+		return err
+	}
+	return runTool(ctx, dir, python, "-m", "pip", "--python", filepath.Join(dir, "bin", "python3"),
+		"install", "--no-index", "--find-links", filepath.Join(toolDir, "wheels"),
+		"--disable-pip-version-check", "--no-input", "-r", filepath.Join(toolDir, "requirements.txt"))
+}
+
+// runTool runs an installer (outside the sandbox: it is the operator's
+// npm or pip, run on the tool's dependency list) and returns its output
+// tail as the error on failure.
+func runTool(ctx context.Context, dir, prog string, args ...string) error {
+	cmd := exec.CommandContext(ctx, prog, args...)
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		tail := strings.TrimSpace(out.String())
+		if len(tail) > 2000 {
+			tail = "…" + tail[len(tail)-2000:]
+		}
+		return fmt.Errorf("%s %s: %w: %s", filepath.Base(prog), strings.Join(args, " "), err, tail)
+	}
+	return nil
+}
+
+// digestFiles hashes the named files of dir (name and content) and
+// reports whether any exists.
+func digestFiles(dir string, names []string) (string, bool, error) {
+	h := sha256.New()
+	present := false
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("read %s: %w", n, err)
+		}
+		if n == names[0] {
+			present = true
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", n, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), present, nil
+}
+
+// safeName maps a tool ID to a folder name.
+func safeName(id string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, id)
+}

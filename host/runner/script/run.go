@@ -1,0 +1,306 @@
+package script
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/internal/isolate"
+	"github.com/agenthost/agenthost/host/internal/limitio"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/runner"
+)
+
+// Defaults for limits the grant leaves at zero, and fixed limits the
+// grant has no field for.
+const (
+	defaultTimeout   = 10 * time.Second
+	defaultMemory    = 256 << 20
+	defaultMaxOutput = 1 << 20
+	// maxProcesses caps processes plus threads of the call (node alone
+	// starts about a dozen threads).
+	maxProcesses = 128
+	maxOpenFiles = 256
+	// maxFileSize caps every file the script writes.
+	maxFileSize = 1 << 30
+	// jsReservation is address space V8 and JavaScriptCore reserve but
+	// never touch; node does not start under a 256 MiB RLIMIT_AS.
+	jsReservation = 1 << 30
+)
+
+// systemPath is the PATH a script gets: system directories only.
+const systemPath = "/usr/local/bin:/usr/bin:/bin"
+
+// prepared is one tool ready to run.
+type prepared struct {
+	r       *Runner
+	tool    *manifest.Tool
+	grant   *policy.Grant
+	script  string
+	toolDir string
+	interp  *interpreter
+	deps    *deps
+	depErr  *depError
+	missing []string
+}
+
+// Cancellation causes that Run maps to error codes.
+var (
+	errTimeout     = errors.New("timeout")
+	errOutputLimit = errors.New("output limit")
+)
+
+// Run executes one call in a fresh $TMP.
+func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+	if p.depErr != nil {
+		return runner.Result{Err: abi.Errorf(abi.CodeToolError, "%s", p.depErr.msg), Logs: []string{}}, nil
+	}
+	lim := p.limits()
+	tmp, err := os.MkdirTemp("", "agenthost-call-")
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("script %s: create $TMP: %w", p.tool.ToolID, err)
+	}
+	defer os.RemoveAll(tmp)
+
+	var uid uint32
+	if p.r.uids != nil {
+		select {
+		case uid = <-p.r.uids:
+			defer func() { p.r.uids <- uid }()
+		case <-ctx.Done():
+			return runner.Result{}, fmt.Errorf("script %s: wait for a sandbox slot: %w", p.tool.ToolID, ctx.Err())
+		}
+	}
+
+	if uid != 0 {
+		// The child changes its working directory before exec, while it
+		// holds no capability yet: it must own its $TMP.
+		if err := os.Chown(tmp, int(uid), int(uid)); err != nil {
+			return runner.Result{}, fmt.Errorf("script %s: chown $TMP: %w", p.tool.ToolID, err)
+		}
+	}
+
+	logs := limitio.NewLines(limitio.DefaultLogBytes)
+	logs.Add("isolation: " + p.isolationSummary())
+	rules, widenings := fileRules(p.grant, tmp)
+	for _, w := range widenings {
+		logs.Add("isolation: " + w.String())
+	}
+
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	tctx, tcancel := context.WithTimeoutCause(cctx, lim.Timeout, errTimeout)
+	defer tcancel()
+	stdout := limitio.NewWriter(lim.MaxOutputBytes, func() { cancel(errOutputLimit) })
+
+	cfg := &isolate.Config{
+		Path:   p.exe(),
+		Args:   p.args(lim),
+		Env:    p.env(tmp),
+		Dir:    tmp,
+		Stdin:  bytes.NewReader(req.Input),
+		Stdout: stdout,
+		Stderr: logs,
+		UID:    uid,
+	}
+	f := p.r.features
+	if f.LandlockABI > 0 {
+		cfg.Landlock = true
+		cfg.Rules = p.rules(rules)
+	}
+	cfg.Namespaces = f.Namespaces
+	if f.Prlimit != "" {
+		cfg.Prlimit = f.Prlimit
+		cfg.Limits = p.rlimits(lim)
+	}
+	start := time.Now()
+	ex, err := isolate.Run(tctx, cfg)
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("script %s: %w", p.tool.ToolID, err)
+	}
+	res := runner.Result{Output: stdout.Bytes(), Usage: abi.Usage{MemoryBytes: lim.MemoryBytes}}
+	res.Err = p.classify(ex, context.Cause(tctx), lim, time.Since(start), res.Output, logs)
+	if res.Err != nil {
+		res.Output = nil
+	}
+	res.Logs = logs.Lines()
+	if res.Logs == nil {
+		res.Logs = []string{}
+	}
+	return res, nil
+}
+
+// classify maps how the child ended to an error code (nil on success).
+func (p *prepared) classify(ex isolate.Exit, cause error, lim policy.Limits, took time.Duration, stdout []byte, logs *limitio.Lines) *abi.Error {
+	switch {
+	case ex.Killed && errors.Is(cause, errOutputLimit):
+		return abi.Errorf(abi.CodeOutputLimit, "output exceeded %d bytes; the script was stopped", lim.MaxOutputBytes)
+	case ex.Killed && errors.Is(cause, errTimeout):
+		return abi.Errorf(abi.CodeTimeout, "timed out after %s; the script and every process it started were killed", lim.Timeout)
+	case ex.Killed:
+		return abi.Errorf(abi.CodeTimeout, "call cancelled after %s: %v", took.Round(time.Millisecond), cause)
+	case ex.Signal == syscall.SIGXCPU:
+		return abi.Errorf(abi.CodeTimeout, "CPU time limit reached (RLIMIT_CPU)")
+	case ex.Signal == syscall.SIGXFSZ:
+		return abi.Errorf(abi.CodeToolError, "file size limit of %d bytes reached (RLIMIT_FSIZE)", maxFileSize)
+	case ex.Signal != 0:
+		if memoryExhausted(logs.Lines()) {
+			return abi.Errorf(abi.CodeMemoryLimit, "memory limit of %d MiB reached (killed by %s)", lim.MemoryBytes>>20, ex.Signal)
+		}
+		return abi.Errorf(abi.CodeToolError, "script killed by signal %s", ex.Signal)
+	case ex.Code != 0:
+		if memoryExhausted(logs.Lines()) {
+			return abi.Errorf(abi.CodeMemoryLimit, "memory limit of %d MiB reached (exit status %d)", lim.MemoryBytes>>20, ex.Code)
+		}
+		return toolError(ex.Code, stdout, logs)
+	}
+	return nil
+}
+
+// toolError builds TOOL_ERROR for a non-zero exit, using the message of
+// a {"error":{"code","message"}} object on stdout when there is one.
+func toolError(code int, stdout []byte, logs *limitio.Lines) *abi.Error {
+	var body struct {
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(stdout), &body) == nil && body.Error != nil && body.Error.Message != "" {
+		e := abi.Errorf(abi.CodeToolError, "%s", body.Error.Message)
+		if body.Error.Code != "" {
+			e = e.WithDetails(map[string]string{"toolCode": body.Error.Code})
+		}
+		return e
+	}
+	msg := fmt.Sprintf("script exited with status %d", code)
+	if ls := logs.Lines(); len(ls) > 1 {
+		msg += ": " + ls[len(ls)-1]
+	}
+	return abi.Errorf(abi.CodeToolError, "%s", msg)
+}
+
+// memoryExhausted recognises the interpreters' out-of-memory reports.
+func memoryExhausted(lines []string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, "MemoryError") || strings.Contains(l, "heap out of memory") ||
+			strings.Contains(l, "std::bad_alloc") || strings.Contains(l, "Cannot allocate memory") {
+			return true
+		}
+	}
+	return false
+}
+
+// limits fills the grant's zero limits with the defaults.
+func (p *prepared) limits() policy.Limits {
+	l := p.grant.Limits
+	if l.Timeout <= 0 {
+		l.Timeout = defaultTimeout
+	}
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = defaultMemory
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = defaultMaxOutput
+	}
+	return l
+}
+
+// rlimits derives the child's rlimits from the call's limits.
+func (p *prepared) rlimits(l policy.Limits) isolate.Limits {
+	as := l.MemoryBytes
+	if p.interp.lang != LangPython {
+		as += jsReservation
+	}
+	return isolate.Limits{
+		AddressSpace: as,
+		Data:         l.MemoryBytes,
+		Processes:    maxProcesses,
+		FileSize:     maxFileSize,
+		OpenFiles:    maxOpenFiles,
+		CPUSeconds:   uint64((l.Timeout+time.Second-1)/time.Second) + 1,
+	}
+}
+
+// args is the interpreter's argv after the program.
+func (p *prepared) args(l policy.Limits) []string {
+	switch p.interp.lang {
+	case LangPython:
+		// -B: the tool folder is read-only, do not try to write .pyc.
+		return []string{"-B", p.script}
+	case LangNode:
+		heap := l.MemoryBytes >> 20 * 3 / 4
+		if heap < 16 {
+			heap = 16
+		}
+		return []string{"--max-old-space-size=" + strconv.FormatUint(heap, 10), p.script}
+	}
+	return []string{p.script}
+}
+
+// exe is the program to start: the venv's interpreter when there is one.
+func (p *prepared) exe() string {
+	if p.deps != nil && p.deps.python != "" {
+		return p.deps.python
+	}
+	return p.interp.exe
+}
+
+// env is the scrubbed environment of the child: the granted variables,
+// then the fixed ones (which a grant cannot override, except LANG).
+func (p *prepared) env(tmp string) []string {
+	m := map[string]string{"LANG": "C.UTF-8"}
+	for k, v := range p.grant.Env {
+		m[k] = v
+	}
+	m["PATH"] = systemPath
+	m["HOME"] = tmp
+	m["TMPDIR"] = tmp
+	m["AGENTHOST_WORKSPACE"] = p.grant.Workspace
+	if p.deps != nil && p.deps.nodePath != "" {
+		m["NODE_PATH"] = p.deps.nodePath
+	}
+	env := make([]string, 0, len(m))
+	for k, v := range m {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	return env
+}
+
+// rules adds the runtime's files to the grant's file rules.
+func (p *prepared) rules(grantRules []isolate.Rule) []isolate.Rule {
+	rules := append([]isolate.Rule{}, runtimeFiles...)
+	for _, root := range p.interp.roots {
+		rules = append(rules, isolate.Rule{Path: root, Access: isolate.Read | isolate.Exec})
+	}
+	if p.deps != nil {
+		rules = append(rules, isolate.Rule{Path: p.deps.dir, Access: isolate.Read | isolate.Exec})
+	}
+	return append(rules, grantRules...)
+}
+
+// isolationSummary says which protections apply to the call.
+func (p *prepared) isolationSummary() string {
+	var on []string
+	for _, pr := range p.r.features.Protections() {
+		if pr.Available {
+			on = append(on, pr.Name)
+		}
+	}
+	s := "applied " + strings.Join(on, ", ")
+	if len(p.missing) > 0 {
+		s += "; DEGRADED (allowed by policy), missing " + strings.Join(p.missing, "; ")
+	}
+	return s
+}

@@ -1,0 +1,581 @@
+package script_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/internal/limitio"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/runner"
+	"github.com/agenthost/agenthost/host/runner/script"
+)
+
+// Scripts shared by the tests.
+const (
+	pyEcho = `import json, sys
+json.dump({"echo": json.load(sys.stdin)}, sys.stdout)
+`
+	nodeEcho = `let s = "";
+process.stdin.on("data", d => s += d);
+process.stdin.on("end", () => process.stdout.write(JSON.stringify({echo: JSON.parse(s)})));
+`
+)
+
+// fixture is one tool folder, its workspace and grant.
+type fixture struct {
+	tool  *manifest.Tool
+	grant *policy.Grant
+}
+
+// newFixture writes code as the tool's script and returns a tool and a
+// default grant: the whole workspace readable, nothing writable but
+// $TMP, no network.
+func newFixture(t *testing.T, lang, code string) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	name := "main.py"
+	if lang != script.LangPython {
+		name = "main.js"
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	return &fixture{
+		tool: &manifest.Tool{ToolID: "test:tool", Version: "1.0.0", Dir: dir, Path: filepath.Join(dir, "t.tool.json"),
+			Handler: manifest.Handler{Type: manifest.HandlerScript, ScriptPath: name, Language: lang}},
+		grant: &policy.Grant{ToolID: "test:tool", Workspace: ws, ToolDir: dir,
+			Read:   []policy.PathRule{{Root: policy.RootWorkspace, Pattern: "**"}},
+			Limits: policy.Limits{Timeout: 20 * time.Second, MemoryBytes: 256 << 20, MaxOutputBytes: 1 << 20}},
+	}
+}
+
+func newRunner(t *testing.T) *script.Runner {
+	t.Helper()
+	r, err := script.New(script.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// requireIsolation skips when this machine lacks kernel isolation (the
+// tests below assert that it is enforced).
+func requireIsolation(t *testing.T, r *script.Runner) {
+	t.Helper()
+	for _, p := range r.Protections() {
+		if !p.Available {
+			t.Skipf("kernel protection %s unavailable here: %s", p.Name, p.Detail)
+		}
+	}
+}
+
+func requireLang(t *testing.T, lang string) {
+	t.Helper()
+	prog := map[string]string{script.LangPython: "python3", script.LangNode: "node", script.LangBun: "bun"}[lang]
+	if _, err := exec.LookPath(prog); err != nil {
+		t.Skipf("%s not installed", prog)
+	}
+}
+
+func prepare(t *testing.T, r *script.Runner, f *fixture) runner.Prepared {
+	t.Helper()
+	p, err := r.Prepare(context.Background(), f.tool, f.grant)
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	return p
+}
+
+func call(t *testing.T, p runner.Prepared, input string) runner.Result {
+	t.Helper()
+	res, err := p.Run(context.Background(), runner.Request{Input: []byte(input)})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res
+}
+
+// mustSucceed asserts that an echo call works: each adversarial case is
+// followed by one.
+func mustSucceed(t *testing.T, r *script.Runner, lang string) {
+	t.Helper()
+	code := pyEcho
+	if lang != script.LangPython {
+		code = nodeEcho
+	}
+	res := call(t, prepare(t, r, newFixture(t, lang, code)), `{"a":1}`)
+	if res.Err != nil {
+		t.Fatalf("follow-up call failed: %v\nlogs: %q", res.Err, res.Logs)
+	}
+	if string(res.Output) != `{"echo": {"a": 1}}` && string(res.Output) != `{"echo":{"a":1}}` {
+		t.Fatalf("follow-up output %s", res.Output)
+	}
+}
+
+func TestRunEcho(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	for _, tc := range []struct{ lang, code, want string }{
+		{script.LangPython, pyEcho, `{"echo": {"x": "y"}}`},
+		{script.LangNode, nodeEcho, `{"echo":{"x":"y"}}`},
+	} {
+		t.Run(tc.lang, func(t *testing.T) {
+			requireLang(t, tc.lang)
+			res := call(t, prepare(t, r, newFixture(t, tc.lang, tc.code)), `{"x":"y"}`)
+			if res.Err != nil {
+				t.Fatalf("err %v, logs %q", res.Err, res.Logs)
+			}
+			if string(res.Output) != tc.want {
+				t.Fatalf("output %s, want %s", res.Output, tc.want)
+			}
+			if len(res.Logs) == 0 || !strings.HasPrefix(res.Logs[0], "isolation: applied landlock") {
+				t.Fatalf("logs do not say which protections applied: %q", res.Logs)
+			}
+		})
+	}
+}
+
+func TestRunToolError(t *testing.T) {
+	r := newRunner(t)
+	requireLang(t, script.LangPython)
+	tests := []struct {
+		name, code, wantMsg string
+	}{
+		{"error body", `import sys; print('{"error":{"code":"BAD","message":"no such city"}}'); sys.exit(3)`, "no such city"},
+		{"plain exit", `import sys; sys.stderr.write("boom\n"); sys.exit(2)`, "status 2: boom"},
+		{"exception", `raise ValueError("kaput")`, "ValueError: kaput"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := call(t, prepare(t, r, newFixture(t, script.LangPython, tc.code)), `{}`)
+			if !errors.Is(res.Err, abi.ErrToolError) || !strings.Contains(res.Err.Message, tc.wantMsg) {
+				t.Fatalf("got %v, want TOOL_ERROR with %q", res.Err, tc.wantMsg)
+			}
+		})
+	}
+}
+
+func TestRunEnvironment(t *testing.T) {
+	r := newRunner(t)
+	requireLang(t, script.LangPython)
+	t.Setenv("AGENTHOST_TEST_SECRET", "hunter2")
+	t.Setenv("AGENTHOST_TEST_GRANTED", "visible")
+	f := newFixture(t, script.LangPython, `import json, os, sys; json.dump(dict(os.environ), sys.stdout)`)
+	f.grant.Env = map[string]string{"AGENTHOST_TEST_GRANTED": "visible"}
+	f.grant.EnvNames = []string{"AGENTHOST_TEST_GRANTED"}
+	res := call(t, prepare(t, r, f), `{}`)
+	if res.Err != nil {
+		t.Fatalf("%v %q", res.Err, res.Logs)
+	}
+	var env map[string]string
+	if err := json.Unmarshal(res.Output, &env); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(res.Output), "hunter2") {
+		t.Fatalf("secret leaked: %s", res.Output)
+	}
+	want := []string{"AGENTHOST_TEST_GRANTED", "AGENTHOST_WORKSPACE", "HOME", "LANG", "PATH", "TMPDIR"}
+	for _, k := range want {
+		if _, ok := env[k]; !ok {
+			t.Errorf("missing %s", k)
+		}
+	}
+	if len(env) != len(want) {
+		t.Errorf("environment has extra variables: %v", env)
+	}
+	if env["HOME"] != env["TMPDIR"] || env["PATH"] != "/usr/local/bin:/usr/bin:/bin" || env["LANG"] != "C.UTF-8" {
+		t.Errorf("fixed variables wrong: %v", env)
+	}
+	if env["AGENTHOST_WORKSPACE"] != f.grant.Workspace {
+		t.Errorf("AGENTHOST_WORKSPACE = %q", env["AGENTHOST_WORKSPACE"])
+	}
+	mustSucceed(t, r, script.LangPython)
+}
+
+func TestRunTmpIsFreshAndRemoved(t *testing.T) {
+	r := newRunner(t)
+	requireLang(t, script.LangPython)
+	p := prepare(t, r, newFixture(t, script.LangPython, `import json, os, sys
+before = os.listdir(".")
+open("scratch.txt", "w").write("x")
+json.dump({"cwd": os.getcwd(), "before": before}, sys.stdout)`))
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		res := call(t, p, `{}`)
+		if res.Err != nil {
+			t.Fatalf("%v %q", res.Err, res.Logs)
+		}
+		var out struct {
+			Cwd    string   `json:"cwd"`
+			Before []string `json:"before"`
+		}
+		if err := json.Unmarshal(res.Output, &out); err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Before) != 0 {
+			t.Fatalf("$TMP not fresh: %v", out.Before)
+		}
+		if _, err := os.Stat(out.Cwd); !os.IsNotExist(err) {
+			t.Fatalf("$TMP %s not removed: %v", out.Cwd, err)
+		}
+		dirs = append(dirs, out.Cwd)
+	}
+	if dirs[0] == dirs[1] {
+		t.Fatal("two calls shared a $TMP")
+	}
+}
+
+func TestFiles(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	requireLang(t, script.LangPython)
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	if err := os.WriteFile(outside, []byte("private"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := `import json, sys
+a = json.load(sys.stdin)
+try:
+    if a["op"] == "read":
+        print(json.dumps(open(a["path"]).read()))
+    else:
+        open(a["path"], "w").write("written")
+        print("true")
+except PermissionError as e:
+    print(json.dumps({"error": {"code": "EACCES", "message": str(e)}}))
+    sys.exit(1)
+`
+	f := newFixture(t, script.LangPython, code)
+	ws := f.grant.Workspace
+	for _, d := range []string{"data", "secret", "out"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, d, "f.txt"), []byte(d), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.grant.Read = []policy.PathRule{{Root: policy.RootWorkspace, Pattern: "data/**"}}
+	f.grant.Write = []policy.PathRule{{Root: policy.RootWorkspace, Pattern: "out/**"}}
+	p := prepare(t, r, f)
+	tests := []struct {
+		name, op, path string
+		ok             bool
+	}{
+		{"read granted", "read", filepath.Join(ws, "data", "f.txt"), true},
+		{"read shadow", "read", "/etc/shadow", false},
+		{"read outside workspace", "read", outside, false},
+		{"read ungranted workspace dir", "read", filepath.Join(ws, "secret", "f.txt"), false},
+		{"read tool dir", "read", filepath.Join(f.tool.Dir, "main.py"), true},
+		{"write granted", "write", filepath.Join(ws, "out", "new.txt"), true},
+		{"write read-only grant", "write", filepath.Join(ws, "data", "f.txt"), false},
+		{"write tool dir", "write", filepath.Join(f.tool.Dir, "main.py"), false},
+		{"write host tmp", "write", filepath.Join(os.TempDir(), "agenthost-escape.txt"), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in, _ := json.Marshal(map[string]string{"op": tc.op, "path": tc.path})
+			res := call(t, p, string(in))
+			if tc.ok && res.Err != nil {
+				t.Fatalf("want success, got %v %q", res.Err, res.Logs)
+			}
+			if !tc.ok && (res.Err == nil || !strings.Contains(res.Err.Message, "Permission denied")) {
+				t.Fatalf("want a refused access, got %v output %s", res.Err, res.Output)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "data", "f.txt")); string(b) != "data" {
+		t.Fatalf("read-only file changed: %q", b)
+	}
+	mustSucceed(t, r, script.LangPython)
+}
+
+func TestNetworkDenied(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	tests := []struct{ lang, code string }{
+		{script.LangPython, fmt.Sprintf(`import socket, json
+try:
+    socket.create_connection(("127.0.0.1", %d), timeout=2)
+    print(json.dumps("connected"))
+except OSError as e:
+    print(json.dumps("refused: " + str(e)))
+`, port)},
+		{script.LangNode, fmt.Sprintf(`const s = require("net").connect(%d, "127.0.0.1");
+s.on("connect", () => { console.log(JSON.stringify("connected")); s.end(); });
+s.on("error", e => console.log(JSON.stringify("refused: " + e.message)));
+`, port)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.lang, func(t *testing.T) {
+			requireLang(t, tc.lang)
+			res := call(t, prepare(t, r, newFixture(t, tc.lang, tc.code)), `{}`)
+			if res.Err != nil || !strings.HasPrefix(string(res.Output), `"refused`) {
+				t.Fatalf("want a refused connect, got %v %s %q", res.Err, res.Output, res.Logs)
+			}
+			mustSucceed(t, r, tc.lang)
+		})
+	}
+	if err := ln.(*net.TCPListener).SetDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := ln.Accept(); err == nil {
+		c.Close()
+		t.Fatal("a connection from the sandbox arrived at the loopback listener")
+	}
+}
+
+func TestNetworkGrantRefused(t *testing.T) {
+	r := newRunner(t)
+	requireLang(t, script.LangPython)
+	f := newFixture(t, script.LangPython, pyEcho)
+	f.grant.Hosts = []policy.HostRule{{Host: "api.example.com"}}
+	_, err := r.Prepare(context.Background(), f.tool, f.grant)
+	if !errors.Is(err, abi.ErrPermissionDenied) || !strings.Contains(err.Error(), "allowlist") {
+		t.Fatalf("want PERMISSION_DENIED about the allowlist, got %v", err)
+	}
+}
+
+func TestForkBomb(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	requireLang(t, script.LangPython)
+	f := newFixture(t, script.LangPython, `import os
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+`)
+	f.grant.Limits.Timeout = 2 * time.Second
+	res := call(t, prepare(t, r, f), `{}`)
+	if res.Err == nil {
+		t.Fatal("fork bomb succeeded")
+	}
+	mustSucceed(t, r, script.LangPython)
+}
+
+// processesWith lists host processes whose command line contains token
+// (safe to call from any goroutine; an unreadable /proc lists none,
+// which the caller's "seen running" check catches).
+func processesWith(token string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var pids []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), token) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
+func TestTimeoutKillsDescendants(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	requireLang(t, script.LangPython)
+	token := fmt.Sprintf("%d.%d", 900+os.Getpid()%97, time.Now().UnixNano()%1000)
+	f := newFixture(t, script.LangPython, fmt.Sprintf(`import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv("/usr/bin/sleep", ["sleep", "%s"])
+    os._exit(0)
+time.sleep(600)
+`, token))
+	f.grant.Limits.Timeout = 2 * time.Second
+	p := prepare(t, r, f)
+	// Watch for the grandchild while the call runs, so the test cannot
+	// pass because it never started.
+	seen := make(chan bool, 1)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				seen <- false
+				return
+			case <-time.After(20 * time.Millisecond):
+				if len(processesWith(token)) > 0 {
+					seen <- true
+					return
+				}
+			}
+		}
+	}()
+	res := call(t, p, `{}`)
+	close(stop)
+	if !<-seen {
+		t.Fatal("the detached grandchild was never seen running")
+	}
+	if !errors.Is(res.Err, abi.ErrTimeout) {
+		t.Fatalf("want TIMEOUT, got %v %q", res.Err, res.Logs)
+	}
+	if pids := processesWith(token); len(pids) > 0 {
+		t.Fatalf("processes survived the timeout: %v", pids)
+	}
+	mustSucceed(t, r, script.LangPython)
+}
+
+func TestOutputLimit(t *testing.T) {
+	r := newRunner(t)
+	requireLang(t, script.LangPython)
+	f := newFixture(t, script.LangPython, `import sys
+chunk = "x" * (1 << 20)
+for _ in range(50):
+    sys.stdout.write(chunk)
+`)
+	res := call(t, prepare(t, r, f), `{}`)
+	if !errors.Is(res.Err, abi.ErrOutputLimit) {
+		t.Fatalf("want OUTPUT_LIMIT, got %v", res.Err)
+	}
+	if len(res.Output) != 0 {
+		t.Fatalf("a failed call kept %d output bytes", len(res.Output))
+	}
+	mustSucceed(t, r, script.LangPython)
+}
+
+func TestLogsCapped(t *testing.T) {
+	r := newRunner(t)
+	requireLang(t, script.LangPython)
+	f := newFixture(t, script.LangPython, `import sys
+for i in range(20000):
+    sys.stderr.write("log line %d\n" % i)
+print("1")
+`)
+	res := call(t, prepare(t, r, f), `{}`)
+	if res.Err != nil {
+		t.Fatalf("%v", res.Err)
+	}
+	total := 0
+	for _, l := range res.Logs {
+		total += len(l)
+	}
+	if total > limitio.DefaultLogBytes+len(limitio.TruncatedMarker) || !strings.HasSuffix(res.Logs[len(res.Logs)-1], limitio.TruncatedMarker) {
+		t.Fatalf("logs not capped with a marker: %d bytes, last %q", total, res.Logs[len(res.Logs)-1])
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	for _, tc := range []struct{ lang, code string }{
+		{script.LangPython, `x = bytearray(512 << 20)`},
+		{script.LangNode, `const a = []; for (;;) a.push(new Array(1e6).fill(1.5));`},
+	} {
+		t.Run(tc.lang, func(t *testing.T) {
+			requireLang(t, tc.lang)
+			f := newFixture(t, tc.lang, tc.code)
+			f.grant.Limits.MemoryBytes = 64 << 20
+			res := call(t, prepare(t, r, f), `{}`)
+			if !errors.Is(res.Err, abi.ErrMemoryLimit) {
+				t.Fatalf("want MEMORY_LIMIT, got %v %q", res.Err, res.Logs)
+			}
+			mustSucceed(t, r, tc.lang)
+		})
+	}
+}
+
+func TestScriptPathEscapes(t *testing.T) {
+	r := newRunner(t)
+	requireLang(t, script.LangPython)
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "evil.py"), []byte(pyEcho), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, path string }{
+		{"dotdot", "../evil.py"},
+		{"nested dotdot", "sub/../../evil.py"},
+		{"absolute", filepath.Join(outside, "evil.py")},
+		{"symlink out", "link.py"},
+		{"missing", "nope.py"},
+		{"empty", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, script.LangPython, pyEcho)
+			if err := os.Symlink(filepath.Join(outside, "evil.py"), filepath.Join(f.tool.Dir, "link.py")); err != nil {
+				t.Fatal(err)
+			}
+			f.tool.Handler.ScriptPath = tc.path
+			_, err := r.Prepare(context.Background(), f.tool, f.grant)
+			if !errors.Is(err, abi.ErrLoadError) {
+				t.Fatalf("want LOAD_ERROR, got %v", err)
+			}
+		})
+	}
+	mustSucceed(t, r, script.LangPython)
+}
+
+func TestPrepareRejects(t *testing.T) {
+	r := newRunner(t)
+	requireLang(t, script.LangPython)
+	tests := []struct {
+		name   string
+		modify func(f *fixture)
+		want   error
+	}{
+		{"wrong handler", func(f *fixture) { f.tool.Handler.Type = manifest.HandlerWasm }, abi.ErrLoadError},
+		{"unknown language", func(f *fixture) { f.tool.Handler.Language = "ruby" }, abi.ErrLoadError},
+		{"mounts", func(f *fixture) { f.grant.Mounts = []policy.Mount{{GuestPath: "/mnt", Folder: "data"}} }, abi.ErrLoadError},
+		{"denied", func(f *fixture) { f.grant.Denied = true }, abi.ErrPermissionDenied},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, script.LangPython, pyEcho)
+			tc.modify(f)
+			if _, err := r.Prepare(context.Background(), f.tool, f.grant); !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDegraded(t *testing.T) {
+	r := newRunner(t)
+	requireLang(t, script.LangPython)
+	reset := script.SimulateNoLandlock(r)
+	defer reset()
+	f := newFixture(t, script.LangPython, pyEcho)
+	if _, err := r.Prepare(context.Background(), f.tool, f.grant); !errors.Is(err, abi.ErrPermissionDenied) || !strings.Contains(err.Error(), "landlock") {
+		t.Fatalf("without Landlock and allowDegraded: got %v, want PERMISSION_DENIED naming landlock", err)
+	}
+	f.grant.AllowDegraded = true
+	res := call(t, prepare(t, r, f), `{"a":1}`)
+	if res.Err != nil {
+		t.Fatalf("%v %q", res.Err, res.Logs)
+	}
+	if !strings.Contains(res.Logs[0], "DEGRADED") || !strings.Contains(res.Logs[0], "landlock") {
+		t.Fatalf("logs do not report the degraded isolation: %q", res.Logs)
+	}
+}
+
+func TestProtections(t *testing.T) {
+	ps := script.Protections()
+	if len(ps) < 6 {
+		t.Fatalf("want at least 6 protections, got %v", ps)
+	}
+	for _, p := range ps {
+		if p.Name == "" || p.Detail == "" {
+			t.Errorf("incomplete protection %+v", p)
+		}
+	}
+}
