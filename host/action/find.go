@@ -113,7 +113,7 @@ func block(s string, start, body, limit, textEnd int, o Options) (*Result, int, 
 	res.Calls = p.calls
 	res.Ignored = p.notes
 	if t := strings.TrimLeft(s[end:realLimit], " \t\r\n"); t != "" {
-		res.Ignored = append(res.Ignored, note(s, realLimit-len(t), "text after </ACTION> ignored"))
+		res.Ignored = append(res.Ignored, note(s, realLimit-len(t), "text after </ACTION> ignored", 0))
 	}
 	return res, end, nil
 }

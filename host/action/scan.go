@@ -54,6 +54,7 @@ type frame struct {
 	textStart int // where this element's text starts in parser.buf
 	lo, hi    int // significant text in parser.buf; lo < 0 when none
 	textPos   int // offset of the first significant text; -1 when none
+	noteMark  int // len(parser.notes) when the element opened
 }
 
 type parser struct {
@@ -121,7 +122,7 @@ func (p *parser) run(body int) (int, *perr) {
 	}
 	if len(p.stack) > 1 {
 		f := &p.stack[len(p.stack)-1]
-		return i, failf(f.pos, cdataHint(f.name),
+		return i, failf(f.pos, "close <"+f.name+"> and every element around it, then end the block with </ACTION>; "+hintCDATA,
 			"the output ends before element <%s> is closed", f.name)
 	}
 	return lim, p.finish()
@@ -170,7 +171,7 @@ func (p *parser) text(pos int, seg string, protected bool) *perr {
 	switch f.role {
 	case roleAction:
 		if !p.skip && len(p.notes) < maxNotes {
-			p.notes = append(p.notes, note(p.s, pos+first, "text directly under <ACTION> ignored"))
+			p.notes = append(p.notes, note(p.s, pos+first, "text directly under <ACTION> ignored", '<'))
 		}
 		p.skip = true
 		return nil
@@ -481,10 +482,18 @@ func normalizeNewlines(v string) string {
 	return strings.ReplaceAll(v, "\r", "\n")
 }
 
-// note formats an entry of Result.Ignored with an excerpt of s at pos.
-func note(s string, pos int, what string) string {
+// note formats an entry of Result.Ignored with an excerpt of s at pos that
+// stops at a newline or at the byte stop.
+func note(s string, pos int, what string, stop byte) string {
 	line, col := position(s, pos)
 	ex := s[pos:]
+	if k := strings.IndexByte(ex, '\n'); k >= 0 {
+		ex = ex[:k]
+	}
+	if k := strings.IndexByte(ex, stop); k >= 0 {
+		ex = ex[:k]
+	}
+	ex = strings.TrimRight(ex, " \t\r")
 	if len(ex) > 60 {
 		k := 60
 		for k > 0 && !utf8.RuneStart(ex[k]) {

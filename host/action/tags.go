@@ -153,7 +153,7 @@ func (p *parser) attrValue(j int) (string, int, *perr) {
 			j++
 		}
 	}
-	return "", j, p.eof(j, "an attribute value (close it with the same quote)")
+	return "", j, p.eof(start-1, "an attribute value (close it with the same quote)")
 }
 
 // open pushes an element whose start tag spans [pos, inner); an empty
@@ -165,7 +165,7 @@ func (p *parser) open(name string, pos, inner int, attrs []attr, empty bool) *pe
 			"elements are nested deeper than the limit of %d levels", p.o.MaxDepth)
 	}
 	parent := p.top()
-	f := frame{name: name, pos: pos, inner: inner, role: roleParam, textStart: len(p.buf), lo: -1, textPos: -1}
+	f := frame{name: name, pos: pos, inner: inner, role: roleParam, textStart: len(p.buf), lo: -1, textPos: -1, noteMark: len(p.notes)}
 	if !qname(name) {
 		if parent.role == roleAction {
 			return failf(pos, hintFormB, "<%s> is not a valid XML element name", name)
@@ -287,7 +287,11 @@ func (p *parser) endTag(i int) (next int, done bool, err *perr) {
 		if len(p.stack) > 1 {
 			f := p.top()
 			line, col := position(s, f.pos)
-			return i, false, failf(i, cdataHint(f.name),
+			hint := cdataHint(f.name)
+			if f.role != roleParam && f.role != roleInput {
+				hint = "close <" + f.name + "> with </" + f.name + "> before </ACTION>"
+			}
+			return i, false, failf(i, hint,
 				"element <%s> opened at line %d, column %d is not closed before </%s>", f.name, line, col, name)
 		}
 		return j + 1, true, nil
@@ -354,7 +358,7 @@ func (p *parser) close(end int) *perr {
 
 func (p *parser) notesAttrs(f *frame) {
 	if len(f.attrs) > 0 && len(p.notes) < maxNotes {
-		p.notes = append(p.notes, note(p.s, f.attrs[0].pos, "attributes of <"+f.name+"> ignored because it holds text"))
+		p.notes = append(p.notes, note(p.s, f.attrs[0].pos, "attributes of <"+f.name+"> ignored because it holds text", '>'))
 	}
 }
 
@@ -364,6 +368,7 @@ func (p *parser) value(f *frame, end int) (any, *perr) {
 	hasText := f.lo >= 0
 	switch {
 	case hasText && len(f.kids) > 0:
+		p.notes = p.notes[:f.noteMark] // the children's values are discarded with their notes
 		p.notesAttrs(f)
 		return trim(normalizeNewlines(p.s[f.inner:end])), nil
 	case hasText:
