@@ -1,0 +1,226 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	"sigs.k8s.io/yaml"
+
+	"github.com/agenthost/agenthost/abi"
+)
+
+// schemaURL is where the embedded policy schema is registered; nothing is
+// ever fetched from it.
+const schemaURL = "mem://agenthost/policy.schema.json"
+
+// maxSchemaErrors bounds the problems one Parse reports.
+const maxSchemaErrors = 20
+
+// Parse reads a policy from JSON or YAML. name is the file the data came
+// from: it is used in error messages, decides the format by its extension
+// (.json, .yaml, .yml; otherwise by content), and its folder is the base
+// of a relative workspace or cacheDir.
+//
+// Keys that are absent take the built-in defaults of [Default]. Unknown
+// keys, duplicate keys and values of the wrong type are errors naming the
+// file and the JSON pointer. The result is validated with
+// [Policy.Validate]; Workspace and CacheDir come back absolute.
+func Parse(data []byte, name string) (*Policy, error) {
+	doc, err := toJSON(data, name)
+	if err != nil {
+		return nil, &Error{File: name, Err: err}
+	}
+	if err := validateSchema(doc, name); err != nil {
+		return nil, err
+	}
+	p := builtin()
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(p); err != nil {
+		return nil, &Error{File: name, Err: fmt.Errorf("decode: %w", err)}
+	}
+	p.source = name
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	base := ""
+	if name != "" {
+		base = filepath.Dir(name)
+	}
+	p.resolve(base)
+	return p, nil
+}
+
+// Load reads and parses the policy file at path. Relative paths in it are
+// relative to the file's folder.
+func Load(path string) (*Policy, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	p, err := Parse(data, abs)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// toJSON converts the document to JSON, refusing duplicate keys.
+func toJSON(data []byte, name string) ([]byte, error) {
+	isYAML := false
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml":
+		isYAML = true
+	case ".json":
+	default:
+		t := bytes.TrimLeft(data, " \t\r\n\ufeff")
+		isYAML = len(t) == 0 || t[0] != '{'
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return []byte("{}"), nil
+	}
+	if isYAML {
+		j, err := yaml.YAMLToJSONStrict(data)
+		if err != nil {
+			return nil, fmt.Errorf("yaml: %w", err)
+		}
+		if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
+			return []byte("{}"), nil
+		}
+		return j, nil
+	}
+	if err := checkDuplicateKeys(data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// checkDuplicateKeys walks a JSON document and reports the first object
+// key that appears twice, with its pointer, and any syntax error.
+func checkDuplicateKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var walk func(path []string) error
+	walk = func(path []string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("json: %w", err)
+		}
+		d, ok := tok.(json.Delim)
+		if !ok {
+			return nil
+		}
+		switch d {
+		case '{':
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return fmt.Errorf("json: %w", err)
+				}
+				k, _ := kt.(string)
+				if seen[k] {
+					return fmt.Errorf("%s: duplicate key %q", pointer(append(path, k)...), k)
+				}
+				seen[k] = true
+				if err := walk(append(path, k)); err != nil {
+					return err
+				}
+			}
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if err := walk(append(path, fmt.Sprint(i))); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = dec.Token() // the closing delimiter
+		if err != nil {
+			return fmt.Errorf("json: %w", err)
+		}
+		return nil
+	}
+	if err := walk(nil); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("json: data after the top-level value")
+	}
+	return nil
+}
+
+// validateSchema checks doc against abi/policy.schema.json.
+func validateSchema(doc []byte, name string) error {
+	raw, err := abi.Schema("policy.schema.json")
+	if err != nil {
+		return fmt.Errorf("policy schema: %w", err)
+	}
+	sdoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("policy schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(schemaURL, sdoc); err != nil {
+		return fmt.Errorf("policy schema: %w", err)
+	}
+	sch, err := c.Compile(schemaURL)
+	if err != nil {
+		return fmt.Errorf("policy schema: %w", err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return &Error{File: name, Err: fmt.Errorf("json: %w", err)}
+	}
+	err = sch.Validate(inst)
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	printer := message.NewPrinter(language.English)
+	var leaves []*jsonschema.ValidationError
+	collectLeaves(ve, &leaves)
+	sort.SliceStable(leaves, func(i, j int) bool {
+		return strings.Join(leaves[i].InstanceLocation, "/") < strings.Join(leaves[j].InstanceLocation, "/")
+	})
+	var errs []error
+	seen := map[string]bool{}
+	for _, l := range leaves {
+		e := &Error{File: name, Pointer: pointer(l.InstanceLocation...), Err: errors.New(l.ErrorKind.LocalizedString(printer))}
+		if e.Pointer == "" {
+			e.Pointer = "/"
+		}
+		if s := e.Error(); !seen[s] {
+			seen[s] = true
+			errs = append(errs, e)
+		}
+		if len(errs) == maxSchemaErrors {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func collectLeaves(e *jsonschema.ValidationError, out *[]*jsonschema.ValidationError) {
+	if len(e.Causes) == 0 {
+		*out = append(*out, e)
+		return
+	}
+	for _, c := range e.Causes {
+		collectLeaves(c, out)
+	}
+}
