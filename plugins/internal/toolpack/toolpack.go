@@ -1,0 +1,155 @@
+// Package toolpack finds the first-party plugins that the manifests under a
+// toolpacks folder refer to, and builds them for GOOS=wasip1 GOARCH=wasm.
+//
+// The manifests are the build list: a manifest whose handler is a wasm
+// module "<name>.wasm" is built from plugins/<name> into the manifest's
+// folder. A plugin folder that no manifest refers to is an error, so no
+// tool is left unshipped; a manifest whose module has no plugin folder is
+// a third-party module and is left alone.
+package toolpack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Target is one module to build.
+type Target struct {
+	// Plugin is the plugin's package folder, e.g. "plugins/echo".
+	Plugin string
+	// Out is the module path, e.g. "toolpacks/core/echo.wasm".
+	Out string
+	// Manifests are the manifests that use the module.
+	Manifests []string
+	// ToolIDs are their tool IDs, in the same order.
+	ToolIDs []string
+}
+
+// manifestHead is the part of a manifest this package reads.
+type manifestHead struct {
+	ToolID  string `json:"toolId"`
+	Handler struct {
+		Type   string `json:"type"`
+		Module string `json:"module"`
+		ABI    string `json:"abi"`
+	} `json:"handler"`
+}
+
+// Targets returns the modules to build, sorted by Out. toolpacksDir and
+// pluginsDir are paths relative to (or under) the module root.
+func Targets(toolpacksDir, pluginsDir string) ([]Target, error) {
+	plugins, err := pluginDirs(pluginsDir)
+	if err != nil {
+		return nil, err
+	}
+	byOut := map[string]*Target{}
+	used := map[string]bool{}
+	err = filepath.WalkDir(toolpacksDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), ".tool.json") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var m manifestHead
+		if err := json.Unmarshal(b, &m); err != nil {
+			return fmt.Errorf("manifest %s: %w", p, err)
+		}
+		if m.Handler.Type != "wasm" {
+			return nil
+		}
+		mod := m.Handler.Module
+		if filepath.Base(mod) != mod || !strings.HasSuffix(mod, ".wasm") {
+			return nil // not a first-party layout; the loader validates it
+		}
+		name := strings.TrimSuffix(mod, ".wasm")
+		if !plugins[name] {
+			return nil
+		}
+		if m.Handler.ABI != "wasi-command" {
+			return fmt.Errorf("manifest %s: module %s is a Go plugin built as a wasi-command, but handler.abi is %q", p, mod, m.Handler.ABI)
+		}
+		out := filepath.Join(filepath.Dir(p), mod)
+		t := byOut[out]
+		if t == nil {
+			t = &Target{Plugin: filepath.Join(pluginsDir, name), Out: out}
+			byOut[out] = t
+		}
+		t.Manifests = append(t.Manifests, p)
+		t.ToolIDs = append(t.ToolIDs, m.ToolID)
+		used[name] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", toolpacksDir, err)
+	}
+	var unused []string
+	for name := range plugins {
+		if !used[name] {
+			unused = append(unused, name)
+		}
+	}
+	if len(unused) > 0 {
+		sort.Strings(unused)
+		return nil, fmt.Errorf("scan %s: no manifest uses the plugins %s (add a <name>.tool.json with handler.module \"<name>.wasm\")", toolpacksDir, strings.Join(unused, ", "))
+	}
+	targets := make([]Target, 0, len(byOut))
+	for _, t := range byOut {
+		targets = append(targets, *t)
+	}
+	sort.Slice(targets, func(i, j int) bool { return targets[i].Out < targets[j].Out })
+	return targets, nil
+}
+
+// pluginDirs returns the names of the folders under dir that hold a
+// main.go (internal and testdata excluded).
+func pluginDirs(dir string) (map[string]bool, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read plugins %s: %w", dir, err)
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == "internal" || e.Name() == "testdata" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, e.Name(), "main.go")); err == nil {
+			names[e.Name()] = true
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read plugins %s: %w", dir, err)
+		}
+	}
+	return names, nil
+}
+
+// BuildArgs are the go command's arguments that build plugin into out.
+// -trimpath and -buildvcs=false make the module depend only on the source
+// and the toolchain, so a rebuild gives the same bytes (and digest).
+func BuildArgs(plugin, out string) []string {
+	return []string{"build", "-trimpath", "-buildvcs=false", "-o", out, "./" + filepath.ToSlash(filepath.Clean(plugin))}
+}
+
+// Build builds t.Plugin into out (normally t.Out) with the go command
+// found on PATH, running in moduleRoot. The go command's output is
+// included in the error.
+func Build(ctx context.Context, moduleRoot string, t Target, out string) error {
+	cmd := exec.CommandContext(ctx, "go", BuildArgs(t.Plugin, out)...)
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %w\n%s", t.Plugin, err, b)
+	}
+	return nil
+}
