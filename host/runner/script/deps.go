@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -124,6 +125,11 @@ func installNpm(ctx context.Context, toolDir, dir string) error {
 			return err
 		}
 		lock = lock || f != "package.json"
+		if f == "package.json" {
+			if b, err = absoluteFileDeps(b, toolDir); err != nil {
+				return err
+			}
+		}
 		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
 			return err
 		}
@@ -133,6 +139,31 @@ func installNpm(ctx context.Context, toolDir, dir string) error {
 		verb = "ci"
 	}
 	return runTool(ctx, dir, npm, verb, "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", "--no-update-notifier")
+}
+
+// absoluteFileDeps rewrites relative "file:" dependency specs of a
+// package.json so that they still point into the tool's folder once the
+// file is copied into the cache.
+func absoluteFileDeps(pkg []byte, toolDir string) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(pkg, &m); err != nil {
+		return nil, fmt.Errorf("package.json: %w", err)
+	}
+	changed := false
+	for _, key := range []string{"dependencies", "optionalDependencies"} {
+		deps, _ := m[key].(map[string]any)
+		for name, v := range deps {
+			spec, _ := v.(string)
+			if rel, ok := strings.CutPrefix(spec, "file:"); ok && !filepath.IsAbs(rel) {
+				deps[name] = "file:" + filepath.Join(toolDir, rel)
+				changed = true
+			}
+		}
+	}
+	if !changed {
+		return pkg, nil
+	}
+	return json.Marshal(m)
 }
 
 // installVenv creates a venv in dir and installs requirements.txt from

@@ -61,6 +61,9 @@ func newFixture(t *testing.T, lang, code string) *fixture {
 	}
 }
 
+// hasCode reports whether err is set and has code c.
+func hasCode(err *abi.Error, c abi.Code) bool { return err != nil && err.Code == c }
+
 func newRunner(t *testing.T) *script.Runner {
 	t.Helper()
 	r, err := script.New(script.Options{CacheDir: t.TempDir()})
@@ -160,7 +163,7 @@ func TestRunToolError(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := call(t, prepare(t, r, newFixture(t, script.LangPython, tc.code)), `{}`)
-			if !errors.Is(res.Err, abi.ErrToolError) || !strings.Contains(res.Err.Message, tc.wantMsg) {
+			if !hasCode(res.Err, abi.CodeToolError) || !strings.Contains(res.Err.Message, tc.wantMsg) {
 				t.Fatalf("got %v, want TOOL_ERROR with %q", res.Err, tc.wantMsg)
 			}
 		})
@@ -426,7 +429,7 @@ time.sleep(600)
 	if !<-seen {
 		t.Fatal("the detached grandchild was never seen running")
 	}
-	if !errors.Is(res.Err, abi.ErrTimeout) {
+	if !hasCode(res.Err, abi.CodeTimeout) {
 		t.Fatalf("want TIMEOUT, got %v %q", res.Err, res.Logs)
 	}
 	if pids := processesWith(token); len(pids) > 0 {
@@ -444,7 +447,7 @@ for _ in range(50):
     sys.stdout.write(chunk)
 `)
 	res := call(t, prepare(t, r, f), `{}`)
-	if !errors.Is(res.Err, abi.ErrOutputLimit) {
+	if !hasCode(res.Err, abi.CodeOutputLimit) {
 		t.Fatalf("want OUTPUT_LIMIT, got %v", res.Err)
 	}
 	if len(res.Output) != 0 {
@@ -486,7 +489,7 @@ func TestMemoryLimit(t *testing.T) {
 			f := newFixture(t, tc.lang, tc.code)
 			f.grant.Limits.MemoryBytes = 64 << 20
 			res := call(t, prepare(t, r, f), `{}`)
-			if !errors.Is(res.Err, abi.ErrMemoryLimit) {
+			if !hasCode(res.Err, abi.CodeMemoryLimit) {
 				t.Fatalf("want MEMORY_LIMIT, got %v %q", res.Err, res.Logs)
 			}
 			mustSucceed(t, r, tc.lang)

@@ -1,0 +1,176 @@
+package script_test
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/runner/script"
+)
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func requireNpm(t *testing.T) {
+	t.Helper()
+	requireLang(t, script.LangNode)
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm not installed")
+	}
+}
+
+func TestNpmDependencies(t *testing.T) {
+	requireNpm(t)
+	r := newRunner(t)
+	f := newFixture(t, script.LangNode, `const greet = require("greet");
+process.stdout.write(JSON.stringify(greet("world")));`)
+	writeFiles(t, f.tool.Dir, map[string]string{
+		"package.json":              `{"name":"t","version":"1.0.0","private":true,"dependencies":{"greet":"file:vendor/greet"}}`,
+		"vendor/greet/package.json": `{"name":"greet","version":"1.0.0","main":"index.js"}`,
+		"vendor/greet/index.js":     `module.exports = n => "hello " + n;`,
+	})
+	p := prepare(t, r, f)
+	for i := 0; i < 2; i++ {
+		res := call(t, p, `{}`)
+		if res.Err != nil || string(res.Output) != `"hello world"` {
+			t.Fatalf("call %d: %v %s %q", i, res.Err, res.Output, res.Logs)
+		}
+	}
+	// A second Prepare reuses the cache: the install marker is there.
+	ok, _ := filepath.Glob(filepath.Join(script.CacheDir(r), "npm", "test_tool", "*", ".agenthost-ok"))
+	if len(ok) != 1 {
+		t.Fatalf("want one installed cache folder, got %v", ok)
+	}
+	prepare(t, r, f)
+}
+
+func TestNpmFailureCached(t *testing.T) {
+	requireNpm(t)
+	r := newRunner(t)
+	f := newFixture(t, script.LangNode, `process.stdout.write(JSON.stringify(require("greet")("x")))`)
+	writeFiles(t, f.tool.Dir, map[string]string{
+		"package.json": `{"name":"t","version":"1.0.0","private":true,"dependencies":{"greet":"file:vendor/greet-1.0.0.tgz"}}`,
+	})
+	res := call(t, prepare(t, r, f), `{}`)
+	if !hasCode(res.Err, abi.CodeToolError) || !strings.Contains(res.Err.Message, "dependency install failed") {
+		t.Fatalf("want TOOL_ERROR about the dependency, got %v %s", res.Err, res.Output)
+	}
+	// Supplying the tarball without changing package.json does not
+	// retry: the failure is remembered for this dependency digest.
+	writeTarball(t, filepath.Join(f.tool.Dir, "vendor", "greet-1.0.0.tgz"))
+	res = call(t, prepare(t, r, f), `{}`)
+	if !hasCode(res.Err, abi.CodeToolError) || !strings.Contains(res.Err.Message, "remove it to retry") {
+		t.Fatalf("failure not cached: %v", res.Err)
+	}
+	// A new runner on a fresh cache installs it.
+	res = call(t, prepare(t, newRunner(t), f), `{}`)
+	if res.Err != nil || string(res.Output) != `"hello x"` {
+		t.Fatalf("install from the tarball: %v %s", res.Err, res.Output)
+	}
+}
+
+// writeTarball writes an npm package tarball of package greet.
+func writeTarball(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range []struct{ name, body string }{
+		{"package/package.json", `{"name":"greet","version":"1.0.0","main":"index.js"}`},
+		{"package/index.js", `module.exports = n => "hello " + n;`},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(f.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeWheel builds a minimal pure-Python wheel of package tinypkg.
+func writeWheel(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	zf, err := os.Create(filepath.Join(dir, "tinypkg-0.1-py3-none-any.whl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(zf)
+	files := []struct{ name, body string }{
+		{"tinypkg/__init__.py", "def shout(s):\n    return s.upper() + '!'\n"},
+		{"tinypkg-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: tinypkg\nVersion: 0.1\n"},
+		{"tinypkg-0.1.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: agenthost-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+		{"tinypkg-0.1.dist-info/RECORD", "tinypkg/__init__.py,,\ntinypkg-0.1.dist-info/METADATA,,\ntinypkg-0.1.dist-info/WHEEL,,\ntinypkg-0.1.dist-info/RECORD,,\n"},
+	}
+	for _, f := range files {
+		w, err := zw.Create(f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(f.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zf.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVenvDependencies(t *testing.T) {
+	requireLang(t, script.LangPython)
+	r := newRunner(t)
+	f := newFixture(t, script.LangPython, `import json, sys, tinypkg
+json.dump({"out": tinypkg.shout("hi"), "venv": sys.prefix != sys.base_prefix}, sys.stdout)`)
+	writeFiles(t, f.tool.Dir, map[string]string{"requirements.txt": "tinypkg==0.1\n"})
+	writeWheel(t, filepath.Join(f.tool.Dir, "wheels"))
+	res := call(t, prepare(t, r, f), `{}`)
+	if res.Err != nil || string(res.Output) != `{"out": "HI!", "venv": true}` {
+		t.Fatalf("%v %s %q", res.Err, res.Output, res.Logs)
+	}
+}
+
+func TestVenvMissingWheel(t *testing.T) {
+	requireLang(t, script.LangPython)
+	r := newRunner(t)
+	f := newFixture(t, script.LangPython, pyEcho)
+	writeFiles(t, f.tool.Dir, map[string]string{"requirements.txt": "not-shipped==1.0\n"})
+	res := call(t, prepare(t, r, f), `{}`)
+	if !hasCode(res.Err, abi.CodeToolError) || !strings.Contains(res.Err.Message, "dependency install failed") {
+		t.Fatalf("want TOOL_ERROR about the dependency, got %v", res.Err)
+	}
+}
