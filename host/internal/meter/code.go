@@ -1,0 +1,438 @@
+package meter
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Opcodes the metering pass treats specially.
+const (
+	opUnreachable        = 0x00
+	opBlock              = 0x02
+	opLoop               = 0x03
+	opIf                 = 0x04
+	opElse               = 0x05
+	opEnd                = 0x0b
+	opBr                 = 0x0c
+	opBrIf               = 0x0d
+	opBrTable            = 0x0e
+	opReturn             = 0x0f
+	opCall               = 0x10
+	opCallIndirect       = 0x11
+	opReturnCall         = 0x12
+	opReturnCallIndirect = 0x13
+	opGlobalGet          = 0x23
+	opGlobalSet          = 0x24
+	opI64Const           = 0x42
+	opI64LtS             = 0x53
+	opI64Sub             = 0x7d
+	opRefFunc            = 0xd2
+	opPrefixMisc         = 0xfc
+	opPrefixSIMD         = 0xfd
+	opPrefixAtomic       = 0xfe
+	blockTypeEmpty       = 0x40
+)
+
+// errExceptions rejects the exception-handling proposal, which wazero does
+// not implement either.
+var errExceptions = errors.New("exception handling instructions are not supported")
+
+// frameKind is the kind of a structured control instruction.
+type frameKind uint8
+
+const (
+	frameFunc frameKind = iota
+	frameBlock
+	frameLoop
+	frameIf
+)
+
+// frame is one entry of the control stack. targeted records whether a
+// branch may land on the frame's end, which then starts a new segment.
+type frame struct {
+	kind     frameKind
+	targeted bool
+}
+
+// charge is a pending insertion of metering code: cost units at offset pos
+// of the rewritten body.
+type charge struct {
+	pos  int
+	cost int64
+}
+
+// rewriter meters function bodies of one module. Its fields are fixed for
+// the module; the scratch slices are reused across bodies.
+type rewriter struct {
+	numImportedFuncs uint32 // imported functions of the original module
+	numFuncs         uint32 // all functions of the original module
+	numGlobals       uint32 // all globals of the original module
+	addedFuncs       uint32 // functions imported by the pass, shifting defined ones
+	counter          uint32 // index of the fuel counter global
+	refill           uint32 // index of the refill import
+
+	stack   []frame
+	charges []charge
+	out     []byte
+}
+
+// funcIndex maps a function index of the original module to the
+// instrumented one, rejecting indices the original could not use.
+func (w *rewriter) funcIndex(idx uint32) (uint32, error) {
+	if idx >= w.numFuncs {
+		return 0, fmt.Errorf("function index %d out of range (%d functions)", idx, w.numFuncs)
+	}
+	if idx < w.numImportedFuncs {
+		return idx, nil
+	}
+	return idx + w.addedFuncs, nil
+}
+
+// body rewrites one function body (the expression after the locals) and
+// appends the result to dst.
+//
+// The body is split into segments: maximal runs of instructions that
+// always execute together once the first one does. A segment starts at
+// the function entry, at each loop header, at each arm of an if, after
+// each branch and after the end of any block a branch may target. Each
+// segment is charged, at its start, one unit per instruction in it
+// (structural else and end cost nothing), so the total charged is exactly
+// the number of instructions executed, whatever path is taken.
+func (w *rewriter) body(dst, code []byte) ([]byte, error) {
+	r := &reader{b: code}
+	w.stack = append(w.stack[:0], frame{kind: frameFunc})
+	w.charges = w.charges[:0]
+	w.out = w.out[:0]
+	segPos, segCost := 0, int64(0)
+	closeSeg := func() {
+		if segCost > 0 {
+			w.charges = append(w.charges, charge{pos: segPos, cost: segCost})
+		}
+		segCost = 0
+	}
+	openSeg := func() { segPos = len(w.out) }
+	for {
+		if r.eof() {
+			return nil, errors.New("function body ends without end")
+		}
+		start := r.pos
+		op, _ := r.byte()
+		switch op {
+		case opBlock, opLoop, opIf:
+			if err := skipBlockType(r); err != nil {
+				return nil, err
+			}
+			segCost++
+			switch op {
+			case opBlock:
+				w.stack = append(w.stack, frame{kind: frameBlock})
+				w.out = append(w.out, code[start:r.pos]...)
+			case opLoop:
+				w.stack = append(w.stack, frame{kind: frameLoop})
+				closeSeg()
+				w.out = append(w.out, code[start:r.pos]...)
+				openSeg()
+			default:
+				w.stack = append(w.stack, frame{kind: frameIf})
+				closeSeg()
+				w.out = append(w.out, code[start:r.pos]...)
+				openSeg()
+			}
+			continue
+		case opElse:
+			if top := len(w.stack) - 1; top < 1 || w.stack[top].kind != frameIf {
+				return nil, errors.New("else outside if")
+			}
+			closeSeg()
+			w.out = append(w.out, op)
+			openSeg()
+			continue
+		case opEnd:
+			top := len(w.stack) - 1
+			f := w.stack[top]
+			w.stack = w.stack[:top]
+			switch {
+			case f.kind == frameFunc:
+				closeSeg()
+				w.out = append(w.out, op)
+				if !r.eof() {
+					return nil, fmt.Errorf("%d bytes after the end of the function body", len(code)-r.pos)
+				}
+				return w.emit(dst), nil
+			case f.kind == frameLoop || (f.kind == frameBlock && !f.targeted):
+				// Only reached by falling through: the segment goes on.
+				w.out = append(w.out, op)
+			default:
+				closeSeg()
+				w.out = append(w.out, op)
+				openSeg()
+			}
+			continue
+		case opBr, opBrIf:
+			depth, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			if err := w.target(depth); err != nil {
+				return nil, err
+			}
+		case opBrTable:
+			n, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			for i := uint64(0); i <= uint64(n); i++ {
+				depth, err := r.u32()
+				if err != nil {
+					return nil, err
+				}
+				if err := w.target(depth); err != nil {
+					return nil, err
+				}
+			}
+		case opReturn, opUnreachable:
+		case opCall, opReturnCall, opRefFunc:
+			idx, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			if idx, err = w.funcIndex(idx); err != nil {
+				return nil, err
+			}
+			segCost++
+			w.out = append(w.out, op)
+			w.out = appendU32(w.out, idx)
+			if op == opReturnCall {
+				closeSeg()
+				openSeg()
+			}
+			continue
+		case opGlobalGet, opGlobalSet:
+			idx, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			if idx >= w.numGlobals {
+				return nil, fmt.Errorf("global index %d out of range (%d globals)", idx, w.numGlobals)
+			}
+		default:
+			if err := skipImmediates(r, op); err != nil {
+				return nil, err
+			}
+		}
+		segCost++
+		w.out = append(w.out, code[start:r.pos]...)
+		switch op {
+		case opBr, opBrIf, opBrTable, opReturn, opUnreachable, opReturnCallIndirect:
+			closeSeg()
+			openSeg()
+		}
+	}
+}
+
+// target marks the frame a branch of the given depth lands on.
+func (w *rewriter) target(depth uint32) error {
+	if int(depth) >= len(w.stack) {
+		return fmt.Errorf("branch depth %d out of range", depth)
+	}
+	w.stack[len(w.stack)-1-int(depth)].targeted = true
+	return nil
+}
+
+// emit appends the rewritten body with the charges inserted to dst.
+func (w *rewriter) emit(dst []byte) []byte {
+	prev := 0
+	for _, c := range w.charges {
+		dst = append(dst, w.out[prev:c.pos]...)
+		dst = w.appendCharge(dst, c.cost)
+		prev = c.pos
+	}
+	return append(dst, w.out[prev:]...)
+}
+
+// appendCharge appends the metering sequence for cost units:
+//
+//	global.get $fuel; i64.const cost; i64.sub; global.set $fuel
+//	global.get $fuel; i64.const 0; i64.lt_s
+//	if; global.get $fuel; call $refill; global.set $fuel; end
+//
+// It is stack-neutral, so it is valid at any instruction boundary,
+// including unreachable code and blocks with parameters.
+func (w *rewriter) appendCharge(dst []byte, cost int64) []byte {
+	dst = append(dst, opGlobalGet)
+	dst = appendU32(dst, w.counter)
+	dst = append(dst, opI64Const)
+	dst = appendS64(dst, cost)
+	dst = append(dst, opI64Sub, opGlobalSet)
+	dst = appendU32(dst, w.counter)
+	dst = append(dst, opGlobalGet)
+	dst = appendU32(dst, w.counter)
+	dst = append(dst, opI64Const, 0, opI64LtS, opIf, blockTypeEmpty, opGlobalGet)
+	dst = appendU32(dst, w.counter)
+	dst = append(dst, opCall)
+	dst = appendU32(dst, w.refill)
+	dst = append(dst, opGlobalSet)
+	dst = appendU32(dst, w.counter)
+	return append(dst, opEnd)
+}
+
+// skipBlockType skips a block type: empty, one value type or a type index
+// (a positive signed 33-bit integer).
+func skipBlockType(r *reader) error {
+	if r.eof() {
+		return errEOF
+	}
+	switch c := r.b[r.pos]; c {
+	case blockTypeEmpty, 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
+		r.pos++
+		return nil
+	}
+	v, err := r.sleb(33)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("invalid block type %d", v)
+	}
+	return nil
+}
+
+// skipMemArg skips a memory argument: alignment (with the multi-memory
+// flag) and offset.
+func skipMemArg(r *reader) error {
+	align, err := r.u32()
+	if err != nil {
+		return err
+	}
+	if align&0x40 != 0 {
+		if _, err := r.u32(); err != nil {
+			return err
+		}
+	}
+	_, err = r.u64()
+	return err
+}
+
+// skipImmediates skips the immediates of every opcode body handles
+// generically, and rejects opcodes it does not know.
+func skipImmediates(r *reader, op byte) error {
+	switch {
+	case op == 0x01: // nop
+		return nil
+	case op >= 0x06 && op <= 0x0a, op == 0x18, op == 0x19, op == 0x1f:
+		return errExceptions
+	case op == opCallIndirect, op == opReturnCallIndirect:
+		if _, err := r.u32(); err != nil {
+			return err
+		}
+		_, err := r.u32()
+		return err
+	case op == 0x1a, op == 0x1b: // drop, select
+		return nil
+	case op == 0x1c: // select t*
+		n, err := r.u32()
+		if err != nil {
+			return err
+		}
+		_, err = r.bytes(int(n))
+		return err
+	case op >= 0x20 && op <= 0x26: // local.*, global.*, table.get/set
+		_, err := r.u32()
+		return err
+	case op >= 0x28 && op <= 0x3e: // loads and stores
+		return skipMemArg(r)
+	case op == 0x3f, op == 0x40: // memory.size, memory.grow
+		_, err := r.u32()
+		return err
+	case op == 0x41:
+		_, err := r.sleb(32)
+		return err
+	case op == 0x42:
+		_, err := r.sleb(64)
+		return err
+	case op == 0x43:
+		_, err := r.bytes(4)
+		return err
+	case op == 0x44:
+		_, err := r.bytes(8)
+		return err
+	case op >= 0x45 && op <= 0xc4: // numeric, sign extension
+		return nil
+	case op == 0xd0: // ref.null t
+		_, err := r.byte()
+		return err
+	case op == 0xd1: // ref.is_null
+		return nil
+	case op == opPrefixMisc:
+		return skipMisc(r)
+	case op == opPrefixSIMD:
+		return skipSIMD(r)
+	case op == opPrefixAtomic:
+		return skipAtomic(r)
+	}
+	return fmt.Errorf("unknown opcode 0x%02x", op)
+}
+
+func skipMisc(r *reader) error {
+	sub, err := r.u32()
+	if err != nil {
+		return err
+	}
+	imms := 0
+	switch {
+	case sub <= 7: // saturating truncation
+	case sub == 8, sub == 10, sub == 12, sub == 14: // memory.init, memory.copy, table.init, table.copy
+		imms = 2
+	case sub == 9, sub == 11, sub == 13, sub >= 15 && sub <= 17: // data.drop, memory.fill, elem.drop, table.grow/size/fill
+		imms = 1
+	default:
+		return fmt.Errorf("unknown opcode 0xfc %d", sub)
+	}
+	for ; imms > 0; imms-- {
+		if _, err := r.u32(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func skipSIMD(r *reader) error {
+	sub, err := r.u32()
+	if err != nil {
+		return err
+	}
+	switch {
+	case sub <= 0x0b, sub == 0x5c, sub == 0x5d: // loads and stores
+		return skipMemArg(r)
+	case sub == 0x0c, sub == 0x0d: // v128.const, i8x16.shuffle
+		_, err := r.bytes(16)
+		return err
+	case sub >= 0x15 && sub <= 0x22: // extract / replace lane
+		_, err := r.byte()
+		return err
+	case sub >= 0x54 && sub <= 0x5b: // load / store lane
+		if err := skipMemArg(r); err != nil {
+			return err
+		}
+		_, err := r.byte()
+		return err
+	case sub <= 0x113:
+		return nil
+	}
+	return fmt.Errorf("unknown opcode 0xfd %d", sub)
+}
+
+func skipAtomic(r *reader) error {
+	sub, err := r.u32()
+	if err != nil {
+		return err
+	}
+	switch {
+	case sub == 0x03: // atomic.fence
+		_, err := r.byte()
+		return err
+	case sub <= 0x02, sub >= 0x10 && sub <= 0x4e:
+		return skipMemArg(r)
+	}
+	return fmt.Errorf("unknown opcode 0xfe %d", sub)
+}
