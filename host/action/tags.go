@@ -320,7 +320,7 @@ func (p *parser) close(end int) *perr {
 	defer func() { p.buf = p.buf[:f.textStart] }()
 	switch f.role {
 	case roleTool:
-		args, err := object(f.attrs, f.kids, f.name)
+		args, err := p.object(f.attrs, f.kids, f.name)
 		if err != nil {
 			return err
 		}
@@ -336,7 +336,7 @@ func (p *parser) close(end int) *perr {
 		p.notesAttrs(&f)
 		p.calls = append(p.calls, Call{Tool: id, Args: map[string]any{}})
 	case roleInputs:
-		args, err := object(f.attrs, f.kids, f.name)
+		args, err := p.object(f.attrs, f.kids, f.name)
 		if err != nil {
 			return err
 		}
@@ -370,14 +370,14 @@ func (p *parser) value(f *frame, end int) (any, *perr) {
 	case hasText && len(f.kids) > 0:
 		p.notes = p.notes[:f.noteMark] // the children's values are discarded with their notes
 		p.notesAttrs(f)
-		return trim(normalizeNewlines(p.s[f.inner:end])), nil
+		return rawRef{from: f.inner, to: end}, nil
 	case hasText:
 		p.notesAttrs(f)
 		return string(p.buf[f.lo:f.hi]), nil
 	case len(f.kids) > 0:
 		for _, k := range f.kids {
 			if k.name != "item" {
-				return object(f.attrs, f.kids, f.name)
+				return p.object(f.attrs, f.kids, f.name)
 			}
 		}
 		if len(f.attrs) > 0 {
@@ -386,44 +386,63 @@ func (p *parser) value(f *frame, end int) (any, *perr) {
 		}
 		list := make([]any, len(f.kids))
 		for n, k := range f.kids {
-			list[n] = k.val
+			list[n] = p.materialize(k.val)
 		}
 		return list, nil
 	case len(f.attrs) > 0:
-		return object(f.attrs, nil, f.name)
+		return p.object(f.attrs, nil, f.name)
 	}
 	return "", nil
 }
 
+// rawRef is the value of an element with both text and child elements:
+// its inner markup s[from:to], made a string only when a parent keeps it,
+// so nested mixed content costs no more than its size.
+type rawRef struct{ from, to int }
+
+// materialize turns a rawRef into its string value (rule 16).
+func (p *parser) materialize(v any) any {
+	if r, ok := v.(rawRef); ok {
+		return trim(normalizeNewlines(p.s[r.from:r.to]))
+	}
+	return v
+}
+
 // object builds an object from attributes (string fields) and child
 // elements; a child name that repeats becomes a list in order.
-func object(attrs []attr, kids []kid, owner string) (map[string]any, *perr) {
+func (p *parser) object(attrs []attr, kids []kid, owner string) (map[string]any, *perr) {
 	m := make(map[string]any, len(attrs)+len(kids))
 	for _, a := range attrs {
 		m[a.name] = a.value
 	}
 	var multi map[string]bool
+	var isAttr map[string]bool
 	for _, k := range kids {
+		v := p.materialize(k.val)
 		old, ok := m[k.name]
 		if !ok {
-			m[k.name] = k.val
+			m[k.name] = v
 			continue
 		}
 		if multi[k.name] {
-			m[k.name] = append(old.([]any), k.val)
+			m[k.name] = append(old.([]any), v)
 			continue
 		}
-		for _, a := range attrs {
-			if a.name == k.name {
-				return nil, failf(k.pos, "give "+k.name+" either as an attribute or as an element, not both",
-					"%s is given both as an attribute and as an element of <%s>", k.name, owner)
+		if isAttr == nil && len(attrs) > 0 {
+			isAttr = make(map[string]bool, len(attrs))
+			for _, a := range attrs {
+				isAttr[a.name] = true
 			}
+		}
+		if isAttr[k.name] {
+			return nil, failf(k.pos, "give "+k.name+" either as an attribute or as an element, not both",
+				"%s is given both as an attribute and as an element of <%s>", k.name, owner)
 		}
 		if multi == nil {
 			multi = map[string]bool{}
 		}
 		multi[k.name] = true
-		m[k.name] = []any{old, k.val}
+		m[k.name] = []any{old, v}
 	}
 	return m, nil
 }
