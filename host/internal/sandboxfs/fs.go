@@ -88,6 +88,9 @@ func New(cfg Config) (*FS, error) {
 	return &FS{cfg: cfg, prefix: prefix}, nil
 }
 
+// GuestPath returns where the guest sees the mount.
+func (f *FS) GuestPath() string { return f.cfg.GuestPath }
+
 // Dir returns the host folder in use ("" while a Temp folder has not been
 // created yet).
 func (f *FS) Dir() string {

@@ -1,0 +1,58 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+)
+
+// This file is the one place where stopping a guest is configured: the
+// runtime option that makes wazero check the context, the per-call
+// context with its deadline and cancel causes, and the context-aware
+// sleep. A cheaper instrumented interruption (host/internal/meter) slots
+// in here.
+
+// Causes of a stopped call, read back with context.Cause.
+var (
+	errTimeout     = errors.New("timeout")
+	errOutputLimit = errors.New("output limit")
+	errMemoryLimit = errors.New("memory limit")
+)
+
+// interruptConfig adds the interruption settings to the runtime config:
+// wazero checks the context at function entries and loop back-edges and
+// closes the module once it is done.
+func interruptConfig(c wazero.RuntimeConfig) wazero.RuntimeConfig {
+	return c.WithCloseOnContextDone(true)
+}
+
+// callContext returns the context of one call: done when the parent is,
+// when timeout passes (cause errTimeout) or when stop is called with a
+// cause (errOutputLimit, errMemoryLimit).
+func callContext(parent context.Context, timeout time.Duration) (ctx context.Context, stop context.CancelCauseFunc, release func()) {
+	ctx, stop = context.WithCancelCause(parent)
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, errTimeout)
+	return ctx, stop, func() {
+		cancelTimeout()
+		stop(nil)
+	}
+}
+
+// sleeper returns the guest's nanosleep (poll_oneoff clock subscriptions,
+// Go's time.Sleep): a real sleep that returns early when ctx is done, so
+// a sleeping guest is stopped by the timeout like a looping one.
+func sleeper(ctx context.Context) func(ns int64) {
+	return func(ns int64) {
+		if ns <= 0 {
+			return
+		}
+		t := time.NewTimer(time.Duration(ns))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package wasm
+
+import (
+	"sync"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// memoryCap is the per-call memory limit. It is an experimental.MemoryAllocator
+// attached to the call's context, so each call has its own cap while all
+// calls share one runtime and its compiled modules (the runtime-wide
+// RuntimeConfig.WithMemoryLimitPages could only give one cap per runtime).
+// A memory.grow past the cap fails (returns -1 to the guest) and is
+// recorded, so the call reports MEMORY_LIMIT even if the guest then exits
+// non-zero or traps.
+type memoryCap struct {
+	limit   uint64
+	onReach func() // called once when the cap is first reached
+
+	mu      sync.Mutex
+	size    uint64 // current (= peak) linear memory size in bytes
+	reached bool
+	asked   uint64 // the size that was refused
+}
+
+// Allocate implements experimental.MemoryAllocator.
+func (m *memoryCap) Allocate(_, max uint64) experimental.LinearMemory {
+	return &cappedMemory{cap: m, max: max}
+}
+
+func (m *memoryCap) grow(size uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if size > m.limit {
+		first := !m.reached
+		m.reached, m.asked = true, size
+		if first && m.onReach != nil {
+			m.onReach()
+		}
+		return false
+	}
+	if size > m.size {
+		m.size = size
+	}
+	return true
+}
+
+// state returns the memory size and whether the cap was reached.
+func (m *memoryCap) state() (size uint64, reached bool, asked uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.size, m.reached, m.asked
+}
+
+// cappedMemory is one linear memory under a memoryCap.
+type cappedMemory struct {
+	cap *memoryCap
+	max uint64
+	buf []byte
+}
+
+// Reallocate implements experimental.LinearMemory. It returns nil (the
+// grow fails) past the cap. The first allocation (the module's initial
+// memory) is never refused, because wazero cannot fail it gracefully: an
+// initial memory above the cap is reported and the call is stopped
+// through onReach before the guest runs.
+func (c *cappedMemory) Reallocate(size uint64) []byte {
+	if !c.cap.grow(size) && c.buf != nil {
+		return nil
+	}
+	if size <= uint64(cap(c.buf)) {
+		c.buf = c.buf[:size]
+		return c.buf
+	}
+	newCap := 2 * uint64(cap(c.buf))
+	if newCap > c.cap.limit {
+		newCap = c.cap.limit
+	}
+	if c.max > 0 && newCap > c.max {
+		newCap = c.max
+	}
+	if newCap < size {
+		newCap = size
+	}
+	buf := make([]byte, size, newCap)
+	copy(buf, c.buf)
+	c.buf = buf
+	return buf
+}
+
+// Free implements experimental.LinearMemory.
+func (c *cappedMemory) Free() { c.buf = nil }
+
+// Interface guards
+var (
+	_ experimental.MemoryAllocator = (*memoryCap)(nil)
+	_ experimental.LinearMemory    = (*cappedMemory)(nil)
+)

@@ -1,0 +1,210 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/internal/limitio"
+	"github.com/agenthost/agenthost/host/internal/sandboxfs"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/runner"
+)
+
+// prepared is one tool ready to run. It is immutable, so Run is safe for
+// concurrent use; all per-call state lives in a call.
+type prepared struct {
+	r        *Runner
+	toolID   string
+	logger   hclog.Logger
+	compiled wazero.CompiledModule
+	checker  sandboxfs.Checker
+	mounts   []mount
+	limits   policy.Limits
+	// base is the module config shared by every call: args, environment,
+	// clocks, no start function (Run calls _start itself).
+	base wazero.ModuleConfig
+}
+
+func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, checker sandboxfs.Checker, mounts []mount, mod wazero.CompiledModule) *prepared {
+	limits := grant.Limits
+	if limits.Timeout <= 0 {
+		limits.Timeout = DefaultTimeout
+	}
+	if limits.MemoryBytes == 0 {
+		limits.MemoryBytes = DefaultMemoryBytes
+	}
+	if limits.MaxOutputBytes <= 0 {
+		limits.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions().
+		WithArgs(args(tool.ToolID, grant.Config)...)
+	keys := make([]string, 0, len(grant.Env))
+	for k := range grant.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cfg = cfg.WithEnv(k, grant.Env[k])
+	}
+	if !limits.Deterministic {
+		// Deterministic keeps wazero's defaults: a fixed fake clock, a
+		// seeded random source and a sleep that returns at once.
+		cfg = cfg.WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader)
+	}
+	return &prepared{
+		r:        r,
+		toolID:   tool.ToolID,
+		logger:   r.logger.With("tool", tool.ToolID),
+		compiled: mod,
+		checker:  checker,
+		mounts:   mounts,
+		limits:   limits,
+		base:     cfg,
+	}
+}
+
+// args is the guest's argv: the tool id, then "--key=value" for each
+// handler config entry (policy overrides applied), in key order.
+func args(toolID string, config map[string]string) []string {
+	keys := make([]string, 0, len(config))
+	for k := range config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, 1+len(keys))
+	out = append(out, toolID)
+	for _, k := range keys {
+		out = append(out, "--"+k+"="+config[k])
+	}
+	return out
+}
+
+// call is the state of one Run.
+type call struct {
+	stdout  *limitio.Writer
+	logs    *limitio.Lines
+	denials *sandboxfs.Denials
+	memory  *memoryCap
+	fss     []*sandboxfs.FS
+	stop    context.CancelCauseFunc
+}
+
+// newCall sets up the buffers, mounts and memory cap of one call. stop is
+// the call's cancel: the stdout cap and the memory cap use it to stop the
+// guest.
+func (p *prepared) newCall(stop context.CancelCauseFunc) (*call, error) {
+	c := &call{stop: stop, logs: limitio.NewLines(limitio.DefaultLogBytes)}
+	c.stdout = limitio.NewWriter(p.limits.MaxOutputBytes, func() { stop(errOutputLimit) })
+	c.denials = sandboxfs.NewDenials(c.logs.Add)
+	c.memory = &memoryCap{limit: p.limits.MemoryBytes, onReach: func() { stop(errMemoryLimit) }}
+	for _, m := range p.mounts {
+		cfg := m.cfg
+		cfg.Checker, cfg.Denials = p.checker, c.denials
+		fs, err := sandboxfs.New(cfg)
+		if err != nil {
+			c.close()
+			return nil, fmt.Errorf("mount %s: %w", cfg.GuestPath, err)
+		}
+		c.fss = append(c.fss, fs)
+	}
+	return c, nil
+}
+
+// moduleConfig is the call's module config: the shared base plus this
+// call's stdio, file systems and sleep.
+func (p *prepared) moduleConfig(ctx context.Context, c *call, input []byte) wazero.ModuleConfig {
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(sandboxfs.NewDeny(c.denials), "/")
+	for _, fs := range c.fss {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(fs, fs.GuestPath())
+	}
+	cfg := p.base.
+		WithStdin(bytes.NewReader(input)).
+		WithStdout(c.stdout).
+		WithStderr(c.logs).
+		WithFSConfig(fsc)
+	if !p.limits.Deterministic {
+		cfg = cfg.WithNanosleep(sleeper(ctx))
+	}
+	return cfg
+}
+
+// close releases the call's mounts (removing its /tmp).
+func (c *call) close() error {
+	var errs []error
+	for _, fs := range c.fss {
+		errs = append(errs, fs.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Run implements runner.Prepared.
+func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+	ctx, stop, release := callContext(ctx, p.limits.Timeout)
+	defer release()
+	c, err := p.newCall(stop)
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("wasm run %s: %w", p.toolID, err)
+	}
+	ctx = experimental.WithMemoryAllocator(ctx, c.memory)
+
+	mod, runErr := p.instantiate(ctx, p.moduleConfig(ctx, c, req.Input))
+	if runErr == nil {
+		runErr = p.start(ctx, mod)
+		p.closeModule(mod)
+	}
+	if err := c.close(); err != nil {
+		p.logger.Warn("cleanup after call", "error", err)
+	}
+	res, err := p.result(ctx, c, runErr)
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("wasm run %s: %w", p.toolID, err)
+	}
+	if req.Logger != nil && res.Err != nil {
+		req.Logger.Debug("wasm call failed", "tool", p.toolID, "code", res.Err.Code, "denied", c.denials.Count())
+	}
+	return res, nil
+}
+
+// instantiate makes a fresh instance of the module; no guest code runs
+// yet beyond data and element initialisation.
+func (p *prepared) instantiate(ctx context.Context, cfg wazero.ModuleConfig) (api.Module, error) {
+	return p.r.rt.InstantiateModule(ctx, p.compiled, cfg)
+}
+
+// start runs the command's _start.
+func (p *prepared) start(ctx context.Context, mod api.Module) error {
+	fn := mod.ExportedFunction("_start")
+	if fn == nil {
+		return errors.New("module exports no _start")
+	}
+	_, err := fn.Call(ctx)
+	return err
+}
+
+// closeModule releases an instance. Closing never depends on the call's
+// context, which may be done.
+func (p *prepared) closeModule(mod api.Module) {
+	_ = mod.Close(context.Background())
+}
+
+// Interface guards
+var _ runner.Prepared = (*prepared)(nil)
+
+// errorf is abi.Errorf, shortened for result.go.
+func errorf(code abi.Code, format string, args ...any) *abi.Error {
+	return abi.Errorf(code, format, args...)
+}

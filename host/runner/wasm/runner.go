@@ -1,0 +1,284 @@
+package wasm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/internal/sandboxfs"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/runner"
+)
+
+// Defaults for a zero limit in a grant (the SPEC §4 default policy).
+const (
+	DefaultTimeout        = 10 * time.Second
+	DefaultMemoryBytes    = 256 << 20
+	DefaultMaxOutputBytes = 1 << 20
+)
+
+// Options configures a Runner. The zero value is valid.
+type Options struct {
+	// Logger receives diagnostics; nil means silent.
+	Logger hclog.Logger
+	// CacheDir is wazero's on-disk compilation cache folder, so a second
+	// process does not recompile; "" keeps compiled code in memory only.
+	CacheDir string
+}
+
+// Runner compiles and runs wasi-command tools. It is safe for concurrent
+// use. Close it to release the runtime.
+type Runner struct {
+	logger hclog.Logger
+	rt     wazero.Runtime
+	cache  wazero.CompilationCache
+
+	mu       sync.Mutex
+	compiled map[string]*compileEntry // by module SHA-256
+	closed   bool
+
+	// checkerFor returns the file-rule checker of a grant; a seam for
+	// tests (export_test.go).
+	checkerFor func(*policy.Grant) (sandboxfs.Checker, error)
+}
+
+// compileEntry is one module compiled once, shared by every tool using it.
+type compileEntry struct {
+	once sync.Once
+	mod  wazero.CompiledModule
+	err  error
+}
+
+// New returns a Runner with its own wazero runtime.
+func New(ctx context.Context, opts Options) (*Runner, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	cfg := interruptConfig(wazero.NewRuntimeConfigCompiler())
+	var cache wazero.CompilationCache
+	if opts.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm runner: compilation cache %s: %w", opts.CacheDir, err)
+		}
+		cache = c
+		cfg = cfg.WithCompilationCache(c)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("wasm runner: instantiate wasi: %w", err)
+	}
+	return &Runner{
+		logger:     logger.Named("runner.wasm"),
+		rt:         rt,
+		cache:      cache,
+		compiled:   map[string]*compileEntry{},
+		checkerFor: grantChecker,
+	}, nil
+}
+
+// grantChecker uses the grant's own Allows and CanList.
+func grantChecker(g *policy.Grant) (sandboxfs.Checker, error) {
+	c, ok := any(g).(sandboxfs.Checker)
+	if !ok {
+		return nil, errors.New("policy.Grant cannot check file rules")
+	}
+	return c, nil
+}
+
+// Close releases the runtime, every compiled module and the compilation
+// cache handle. Prepared tools of a closed Runner fail with a Go error.
+func (r *Runner) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	r.compiled = map[string]*compileEntry{}
+	r.mu.Unlock()
+	err := r.rt.Close(ctx)
+	if r.cache != nil {
+		err = errors.Join(err, r.cache.Close(ctx))
+	}
+	if err != nil {
+		return fmt.Errorf("wasm runner: close: %w", err)
+	}
+	return nil
+}
+
+// Prepare implements runner.Runner: it checks that tool is a wasi-command
+// module whose path stays in its folder, that its digest matches, that
+// the grant is one this runner can enforce, and compiles the module (once
+// per distinct module). Errors carry LOAD_ERROR (PERMISSION_DENIED for a
+// denied grant).
+func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy.Grant) (runner.Prepared, error) {
+	if tool == nil || grant == nil {
+		return nil, errors.New("wasm prepare: nil tool or grant")
+	}
+	fail := func(code abi.Code, format string, args ...any) error {
+		return fmt.Errorf("wasm prepare %s: %w", tool.ToolID, abi.Errorf(code, format, args...))
+	}
+	if grant.Denied {
+		return nil, fail(abi.CodePermissionDenied, "the policy denies tool %s", tool.ToolID)
+	}
+	h := tool.Handler
+	if h.Type != manifest.HandlerWasm {
+		return nil, fail(abi.CodeLoadError, "handler type %q is not %q", h.Type, manifest.HandlerWasm)
+	}
+	if h.ABI != "" && h.ABI != manifest.ABIWasiCommand {
+		return nil, fail(abi.CodeLoadError, "handler abi %q is not %q", h.ABI, manifest.ABIWasiCommand)
+	}
+	if h.EntryPoint != "" && h.EntryPoint != "_start" {
+		return nil, fail(abi.CodeLoadError, "a wasi-command module starts at _start; entryPoint %q is not supported", h.EntryPoint)
+	}
+	if grant.Limits.Fuel != 0 {
+		return nil, fail(abi.CodeLoadError, "fuel metering is not supported by the wasi-command runner; grant fuel 0")
+	}
+	checker, err := r.checkerFor(grant)
+	if err != nil {
+		return nil, fail(abi.CodeLoadError, "%v", err)
+	}
+	mounts, err := mountPlan(tool, grant)
+	if err != nil {
+		return nil, fail(abi.CodeLoadError, "%v", err)
+	}
+	code, sum, err := readModule(tool)
+	if err != nil {
+		return nil, fail(abi.CodeLoadError, "%v", err)
+	}
+	if h.SHA256 != "" && !strings.EqualFold(h.SHA256, sum) {
+		return nil, fail(abi.CodeLoadError, "module %s has sha256 %s, manifest says %s", h.Module, sum, h.SHA256)
+	}
+	mod, err := r.compile(ctx, sum, code)
+	if err != nil {
+		return nil, fail(abi.CodeLoadError, "compile %s: %v", h.Module, err)
+	}
+	if _, ok := mod.ExportedFunctions()["_start"]; !ok {
+		return nil, fail(abi.CodeLoadError, "module %s exports no _start: not a wasi-command", h.Module)
+	}
+	return r.newPrepared(tool, grant, checker, mounts, mod), nil
+}
+
+// readModule reads the tool's module, refusing a path that leaves the
+// tool's folder (also through a symlink), and returns it with its hex
+// SHA-256.
+func readModule(tool *manifest.Tool) ([]byte, string, error) {
+	rel := tool.Handler.Module
+	if rel == "" {
+		return nil, "", errors.New("handler.module is empty")
+	}
+	if !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return nil, "", fmt.Errorf("module %q leaves the tool folder", rel)
+	}
+	root, err := os.OpenRoot(tool.Dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("open tool folder: %w", err)
+	}
+	defer root.Close()
+	code, err := root.ReadFile(filepath.FromSlash(rel))
+	if err != nil {
+		return nil, "", fmt.Errorf("read module: %w", err)
+	}
+	sum := sha256.Sum256(code)
+	return code, hex.EncodeToString(sum[:]), nil
+}
+
+// compile returns the compiled module for sum, compiling it once.
+func (r *Runner) compile(ctx context.Context, sum string, code []byte) (wazero.CompiledModule, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, errors.New("runner closed")
+	}
+	e, ok := r.compiled[sum]
+	if !ok {
+		e = &compileEntry{}
+		r.compiled[sum] = e
+	}
+	r.mu.Unlock()
+	e.once.Do(func() {
+		e.mod, e.err = r.rt.CompileModule(ctx, code)
+	})
+	if e.err != nil {
+		// Let a later Prepare retry (e.g. after a cancelled context).
+		r.mu.Lock()
+		if r.compiled[sum] == e {
+			delete(r.compiled, sum)
+		}
+		r.mu.Unlock()
+	}
+	return e.mod, e.err
+}
+
+// mount is one guest mount of the plan; its FS is made per call.
+type mount struct {
+	cfg sandboxfs.Config // without Checker and Denials
+}
+
+// Standard guest paths (SPEC §4).
+const (
+	guestWorkspace = "/workspace"
+	guestTool      = "/tool"
+	guestCache     = "/cache"
+	guestTmp       = "/tmp"
+)
+
+// mountPlan returns the mounts of every call of tool under grant.
+func mountPlan(tool *manifest.Tool, grant *policy.Grant) ([]mount, error) {
+	var out []mount
+	if grant.Workspace != "" {
+		out = append(out, mount{sandboxfs.Config{Root: policy.RootWorkspace, Dir: grant.Workspace, GuestPath: guestWorkspace}})
+	}
+	toolDir := grant.ToolDir
+	if toolDir == "" {
+		toolDir = tool.Dir
+	}
+	out = append(out, mount{sandboxfs.Config{Root: policy.RootTool, Dir: toolDir, GuestPath: guestTool, ReadOnly: true}})
+	if grant.CacheDir != "" {
+		out = append(out, mount{sandboxfs.Config{Root: policy.RootCache, Dir: grant.CacheDir, GuestPath: guestCache, Create: true}})
+	}
+	out = append(out, mount{sandboxfs.Config{Root: policy.RootTmp, Temp: true, GuestPath: guestTmp}})
+
+	taken := map[string]bool{"/": true, guestWorkspace: true, guestTool: true, guestCache: true, guestTmp: true}
+	mounts := append([]policy.Mount(nil), grant.Mounts...)
+	sort.Slice(mounts, func(i, j int) bool { return mounts[i].GuestPath < mounts[j].GuestPath })
+	for _, m := range mounts {
+		gp := path.Clean(m.GuestPath)
+		if !path.IsAbs(m.GuestPath) || gp != m.GuestPath || taken[gp] {
+			return nil, fmt.Errorf("mount guest path %q must be a clean absolute path other than /, %s, %s, %s and %s",
+				m.GuestPath, guestWorkspace, guestTool, guestCache, guestTmp)
+		}
+		taken[gp] = true
+		folder := filepath.ToSlash(filepath.Clean(filepath.FromSlash(m.Folder)))
+		if !filepath.IsLocal(filepath.FromSlash(folder)) {
+			return nil, fmt.Errorf("mount %s: folder %q leaves the workspace", m.GuestPath, m.Folder)
+		}
+		if grant.Workspace == "" {
+			return nil, fmt.Errorf("mount %s: no workspace", m.GuestPath)
+		}
+		out = append(out, mount{sandboxfs.Config{
+			Root:      policy.RootWorkspace,
+			Dir:       filepath.Join(grant.Workspace, filepath.FromSlash(folder)),
+			Prefix:    folder,
+			GuestPath: gp,
+		}})
+	}
+	return out, nil
+}
+
+// Interface guards
+var _ runner.Runner = (*Runner)(nil)
