@@ -39,6 +39,10 @@ type Tool struct {
 	// (the tool's $TOOL folder). Neither is part of the JSON.
 	Path string `json:"-"`
 	Dir  string `json:"-"`
+
+	// state holds what Validate and Load computed (compiled schemas,
+	// resolved file, digest); nil until then. See validate.go.
+	state *state
 }
 
 // Handler says how a tool runs. Which fields apply depends on Type.

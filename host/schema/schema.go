@@ -23,6 +23,11 @@ const memScheme = "mem://"
 // usable; call [NewCompiler]. A Compiler is not safe for concurrent
 // mutation; the schemas it returns are safe for concurrent use.
 type Compiler struct {
+	// Noun names the members of objects in validation messages. Empty
+	// means tool arguments: "parameter" at the top level and "property"
+	// below; a manifest validator sets "field".
+	Noun string
+
 	resources map[string][]byte
 }
 
@@ -87,7 +92,9 @@ func (c *Compiler) Compile(raw json.RawMessage, url string) (*Schema, error) {
 		}
 		return nil, fmt.Errorf("compile schema %s: %w", url, err)
 	}
-	return newSchema(js, url), nil
+	out := newSchema(js, url)
+	out.nounText = c.Noun
+	return out, nil
 }
 
 // Compile compiles one self-contained schema under url (mem://...). It is
@@ -124,9 +131,10 @@ func decode(raw []byte) (any, error) {
 // Schema is a compiled JSON Schema. It is immutable and safe for concurrent
 // use.
 type Schema struct {
-	url  string
-	js   *jsonschema.Schema
-	fast *fastNode // nil when the schema uses keywords the fast path lacks
+	url      string
+	nounText string // see Compiler.Noun
+	js       *jsonschema.Schema
+	fast     *fastNode // nil when the schema uses keywords the fast path lacks
 	// byLocation maps every reachable sub-schema's location to it, to find
 	// the candidate names for did-you-mean on an unknown property.
 	byLocation map[string]*jsonschema.Schema

@@ -85,7 +85,7 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]FieldError) {
 		for _, p := range k.Properties {
 			fe := FieldError{Pointer: pointer(append(slices.Clone(e.InstanceLocation), p))}
 			fe.Suggestions = Suggest(p, cands, maxSuggestions)
-			fe.Message = fmt.Sprintf("unknown %s %s", noun(e.InstanceLocation), quote(p))
+			fe.Message = fmt.Sprintf("unknown %s %s", s.noun(e.InstanceLocation), quote(p))
 			if len(fe.Suggestions) > 0 {
 				fe.Message += ", did you mean " + quoteList(fe.Suggestions) + "?"
 			} else if len(cands) > 0 {
@@ -98,41 +98,49 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]FieldError) {
 		for _, p := range k.Missing {
 			*out = append(*out, FieldError{
 				Pointer: pointer(append(slices.Clone(e.InstanceLocation), p)),
-				Message: fmt.Sprintf("missing required %s %s", noun(e.InstanceLocation), quote(p)),
+				Message: fmt.Sprintf("missing required %s %s", s.noun(e.InstanceLocation), quote(p)),
 			})
 		}
 		return
 	case *kind.Type:
 		*out = append(*out, FieldError{
 			Pointer: pointer(e.InstanceLocation),
-			Message: fmt.Sprintf("%s must be %s, got %s", subject(e.InstanceLocation),
+			Message: fmt.Sprintf("%s must be %s, got %s", s.subject(e.InstanceLocation),
 				strings.Join(article(k.Want), " or "), article([]string{k.Got})[0]),
 		})
 		return
 	case *kind.Enum:
 		*out = append(*out, FieldError{
 			Pointer: pointer(e.InstanceLocation),
-			Message: fmt.Sprintf("%s must be one of %s, got %s", subject(e.InstanceLocation),
+			Message: fmt.Sprintf("%s must be one of %s, got %s", s.subject(e.InstanceLocation),
 				jsonList(k.Want), jsonText(k.Got)),
 		})
 		return
 	case *kind.Const:
 		*out = append(*out, FieldError{
 			Pointer: pointer(e.InstanceLocation),
-			Message: fmt.Sprintf("%s must be %s, got %s", subject(e.InstanceLocation),
+			Message: fmt.Sprintf("%s must be %s, got %s", s.subject(e.InstanceLocation),
 				jsonText(k.Want), jsonText(k.Got)),
+		})
+		return
+	case *kind.PropertyNames:
+		// santhosh v6.0.3 does not copy the instance location of a
+		// propertyNames error, so its pointer cannot be trusted: name the
+		// property instead.
+		*out = append(*out, FieldError{
+			Message: fmt.Sprintf("invalid %s name %s", s.noun([]string{""}), quote(k.Property)),
 		})
 		return
 	case *kind.FalseSchema:
 		*out = append(*out, FieldError{
 			Pointer: pointer(e.InstanceLocation),
-			Message: fmt.Sprintf("%s is not allowed here", subject(e.InstanceLocation)),
+			Message: fmt.Sprintf("%s is not allowed here", s.subject(e.InstanceLocation)),
 		})
 		return
 	}
 	*out = append(*out, FieldError{
 		Pointer: pointer(e.InstanceLocation),
-		Message: fmt.Sprintf("%s: %s", subject(e.InstanceLocation), e.ErrorKind.LocalizedString(message.NewPrinter(language.English))),
+		Message: fmt.Sprintf("%s: %s", s.subject(e.InstanceLocation), e.ErrorKind.LocalizedString(message.NewPrinter(language.English))),
 	})
 }
 
@@ -153,7 +161,10 @@ func (s *Schema) propertyNames(loc string) []string {
 
 // noun names a member of the value at loc: arguments are "parameters" at the
 // top level and "properties" below.
-func noun(loc []string) string {
+func (s *Schema) noun(loc []string) string {
+	if s.nounText != "" {
+		return s.nounText
+	}
 	if len(loc) == 0 {
 		return "parameter"
 	}
@@ -161,12 +172,12 @@ func noun(loc []string) string {
 }
 
 // subject names the value at loc in a message.
-func subject(loc []string) string {
+func (s *Schema) subject(loc []string) string {
 	switch len(loc) {
 	case 0:
 		return "the value"
 	case 1:
-		return "parameter " + quote(loc[0])
+		return s.noun(nil) + " " + quote(loc[0])
 	}
 	return quote(pointer(loc)[1:])
 }

@@ -1,0 +1,67 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Reserved namespaces (SPEC §2).
+const (
+	// NamespaceWorkflow holds workflow tools (handler type "workflow").
+	NamespaceWorkflow = "workflow"
+	// NamespaceMCP holds tools imported from MCP servers; no manifest
+	// handler type may use it.
+	NamespaceMCP = "mcp"
+)
+
+// maxIDLen bounds a tool ID.
+const maxIDLen = 128
+
+// ValidID checks the tool ID grammar of SPEC §2: "namespace:name", both
+// parts of lower-case letters, digits, '.', '_' and '-', each starting with
+// a letter. It does not check reserved namespaces (see [Tool.Validate]).
+func ValidID(id string) error {
+	_, _, err := SplitID(id)
+	return err
+}
+
+// SplitID splits a valid tool ID into its namespace and name.
+func SplitID(id string) (ns, name string, err error) {
+	if id == "" {
+		return "", "", errors.New("tool id is empty")
+	}
+	if len(id) > maxIDLen {
+		return "", "", fmt.Errorf("tool id %q: longer than %d bytes", id[:32]+"...", maxIDLen)
+	}
+	ns, name, ok := strings.Cut(id, ":")
+	if !ok {
+		return "", "", fmt.Errorf("tool id %q: want namespace:name (for example core:%s)", id, id)
+	}
+	if err := checkIDPart(ns); err != nil {
+		return "", "", fmt.Errorf("tool id %q: namespace %w", id, err)
+	}
+	if err := checkIDPart(name); err != nil {
+		return "", "", fmt.Errorf("tool id %q: name %w", id, err)
+	}
+	return ns, name, nil
+}
+
+func checkIDPart(p string) error {
+	if p == "" {
+		return errors.New("is empty")
+	}
+	if c := p[0]; c < 'a' || c > 'z' {
+		return fmt.Errorf("must start with a lower-case letter, not %q", rune(c))
+	}
+	for _, r := range p {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+		case r >= 'A' && r <= 'Z':
+			return fmt.Errorf("must be lower-case (%q)", r)
+		default:
+			return fmt.Errorf("has %q; only lower-case letters, digits, '.', '_' and '-' are allowed", r)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+package manifest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agenthost/agenthost/host/schema"
+)
+
+// Load reads the manifest at path, parses it (see [Parse]) and checks its
+// files: the wasm module, script or workflow file must exist, be a regular
+// file, and stay inside the manifest's folder (no '..', no absolute path,
+// no symlink resolving outside; both sides are resolved with
+// filepath.EvalSymlinks). The file is hashed; for a wasm module with
+// handler.sha256 the digests must match. Every error is an *Error
+// (errors.Is(err, abi.ErrLoadError) holds).
+func Load(path string) (*Tool, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, newError(path, "", "cannot read", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, newError(path, "", "not a regular file", nil)
+	}
+	if fi.Size() > MaxManifestBytes {
+		return nil, newError(path, "", fmt.Sprintf("manifest is %d bytes; the limit is %d", fi.Size(), MaxManifestBytes), nil)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, newError(path, "", "cannot read", err)
+	}
+	t, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.loadFile(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// loadFile resolves, checks and hashes the handler's file.
+func (t *Tool) loadFile() error {
+	var rel, field string
+	switch t.Handler.Type {
+	case HandlerWasm:
+		rel, field = t.Handler.Module, "module"
+	case HandlerScript:
+		rel, field = t.Handler.ScriptPath, "scriptPath"
+	case HandlerWorkflow:
+		rel, field = t.Handler.Workflow, "workflow"
+	default:
+		return nil
+	}
+	ptr := "/handler/" + field
+	file, err := ResolveInside(t.Dir, rel)
+	if err != nil {
+		return newError(t.Path, ptr, field+" "+rel, err)
+	}
+	digest, err := hashFile(file)
+	if err != nil {
+		return newError(t.Path, ptr, field+" "+rel, err)
+	}
+	if t.Handler.Type == HandlerWasm && t.Handler.SHA256 != "" && t.Handler.SHA256 != digest {
+		return newError(t.Path, "/handler/sha256", fmt.Sprintf(
+			"module %s has sha256 %s but the manifest says %s; rebuild the toolpack (make toolpacks) or run agenthost validate --write-digests",
+			rel, digest, t.Handler.SHA256), nil)
+	}
+	t.state.file, t.state.digest = file, digest
+	return nil
+}
+
+// ResolveInside resolves rel against dir and returns the real absolute path
+// of the regular file it names, or an error when rel is absolute, has a
+// '..' segment, does not exist, is not a regular file, or resolves
+// (through symlinks) outside dir.
+func ResolveInside(dir, rel string) (string, error) {
+	if err := checkRelPath(rel); err != nil {
+		return "", err
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolve folder: %w", err)
+	}
+	if realDir, err = filepath.Abs(realDir); err != nil {
+		return "", fmt.Errorf("resolve folder: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("does not exist: %w", err)
+		}
+		return "", fmt.Errorf("resolve: %w", err)
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return "", fmt.Errorf("resolve: %w", err)
+	}
+	r, err := filepath.Rel(realDir, real)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
+		return "", fmt.Errorf("resolves to %s, outside the manifest's folder %s", real, realDir)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("stat: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("is not a regular file")
+	}
+	return real, nil
+}
+
+// hashFile returns the hex sha256 of a file's content.
+func hashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("open: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ModulePath returns the absolute path of the wasm module: the resolved
+// real path after [Load], else Dir joined with handler.module; "" for
+// other handler types.
+func (t *Tool) ModulePath() string {
+	if t.Handler.Type != HandlerWasm {
+		return ""
+	}
+	return t.file(t.Handler.Module)
+}
+
+// ScriptFile returns the absolute path of the script of an
+// external-script tool (resolved after [Load]); "" for other handler
+// types.
+func (t *Tool) ScriptFile() string {
+	if t.Handler.Type != HandlerScript {
+		return ""
+	}
+	return t.file(t.Handler.ScriptPath)
+}
+
+// WorkflowFile returns the absolute path of a workflow tool's workflow
+// file (resolved after [Load]); "" for other handler types.
+func (t *Tool) WorkflowFile() string {
+	if t.Handler.Type != HandlerWorkflow {
+		return ""
+	}
+	return t.file(t.Handler.Workflow)
+}
+
+func (t *Tool) file(rel string) string {
+	if t.state != nil && t.state.file != "" {
+		return t.state.file
+	}
+	if rel == "" {
+		return ""
+	}
+	return filepath.Join(t.Dir, filepath.FromSlash(rel))
+}
+
+// Digest returns the hex sha256 of the module, script or workflow file as
+// [Load] read it; "" when the tool was not loaded from a file or has none
+// (service-method).
+func (t *Tool) Digest() string {
+	if t.state == nil {
+		return ""
+	}
+	return t.state.digest
+}
+
+// ReadModule reads the file of a loaded tool (module, script or workflow)
+// and checks that it still has the digest seen at load, so a runner never
+// executes bytes other than the ones that were verified. A changed file is
+// a LOAD_ERROR.
+func (t *Tool) ReadModule() ([]byte, error) {
+	if t.state == nil || t.state.file == "" {
+		return nil, newError(t.Path, "", "the tool was not loaded from a file (use manifest.Load)", nil)
+	}
+	b, err := os.ReadFile(t.state.file)
+	if err != nil {
+		return nil, newError(t.Path, "", "read "+t.state.file, err)
+	}
+	sum := sha256.Sum256(b)
+	if got := hex.EncodeToString(sum[:]); got != t.state.digest {
+		return nil, newError(t.Path, "", fmt.Sprintf("%s changed since load (sha256 %s, loaded %s)", t.state.file, got, t.state.digest), nil)
+	}
+	return b, nil
+}
+
+// ParametersSchema returns the compiled parameters schema, or nil when the
+// manifest has none (or the tool was not validated).
+func (t *Tool) ParametersSchema() *schema.Schema {
+	if t.state == nil {
+		return nil
+	}
+	return t.state.params
+}
+
+// OutputSchema returns the compiled output schema, or nil when the
+// manifest has none (or the tool was not validated).
+func (t *Tool) OutputSchema() *schema.Schema {
+	if t.state == nil {
+		return nil
+	}
+	return t.state.output
+}
+
+// Validated reports whether [Tool.Validate] (directly, or through Parse or
+// Load) has succeeded on t.
+func (t *Tool) Validated() bool { return t.state != nil }
