@@ -1,6 +1,9 @@
 package script
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // SimulateNoLandlock makes r behave as on a kernel without Landlock, for
 // the degraded-isolation tests. It returns a function that undoes it.
@@ -13,3 +16,13 @@ func SimulateNoLandlock(r *Runner) (reset func()) {
 
 // CacheDir exposes the runner's dependency cache folder.
 func CacheDir(r *Runner) string { return r.cacheDir }
+
+// InterpreterExe resolves lang's real interpreter, for the bare-spawn
+// benchmark baseline.
+func InterpreterExe(r *Runner, lang string) (string, error) {
+	in, err := r.interps.get(context.Background(), lang)
+	if err != nil {
+		return "", err
+	}
+	return in.exe, nil
+}

@@ -43,6 +43,12 @@ type fixture struct {
 // $TMP, no network.
 func newFixture(t *testing.T, lang, code string) *fixture {
 	t.Helper()
+	return newFixtureB(t, lang, code)
+}
+
+// newFixtureB is newFixture for tests and benchmarks.
+func newFixtureB(t testing.TB, lang, code string) *fixture {
+	t.Helper()
 	dir := t.TempDir()
 	name := "main.py"
 	if lang != script.LangPython {
