@@ -1,0 +1,296 @@
+package extism
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/internal/limitio"
+	"github.com/agenthost/agenthost/host/internal/netguard"
+	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/runner"
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// prepared is one tool ready to run.
+type prepared struct {
+	r        *Runner
+	tool     string
+	grant    *policy.Grant
+	compiled wazero.CompiledModule
+	entry    string
+	inits    []string
+	config   map[string]string
+	maxHTTP  int64
+	log      hclog.Logger
+}
+
+// instance is the state of one call: a fresh plugin instance, its kernel
+// memory, vars, logs and network guard. Host functions find it in the
+// call's context.
+type instance struct {
+	p      *prepared
+	k      kernel
+	config map[string]string
+	vars   map[string][]byte
+	logs   *limitio.Lines
+	mem    *limitMemory
+	guest  api.Memory
+
+	guard       *netguard.Guard
+	client      httpDoer
+	httpStatus  int32
+	httpHeaders map[string]string
+
+	// hostErr is the first limit or refusal a host function hit.
+	hostErr *abi.Error
+	// outputOver is set when output_set named more than the output cap.
+	outputOver uint64
+}
+
+// newInstance returns the state of a new call.
+func (p *prepared) newInstance() *instance {
+	in := &instance{
+		p:      p,
+		config: p.config,
+		vars:   make(map[string][]byte),
+		logs:   limitio.NewLines(0),
+		mem:    &limitMemory{limit: p.grant.Limits.MemoryBytes},
+	}
+	in.k.reset()
+	in.k.budget = in.kernelBudget
+	return in
+}
+
+// kernelBudget charges kernel memory against the memory cap together with
+// the plugin's linear memory.
+func (in *instance) kernelBudget(live, n uint64) bool {
+	limit := in.p.grant.Limits.MemoryBytes
+	if limit == 0 {
+		return true
+	}
+	used := live + n
+	if in.guest != nil {
+		used += uint64(in.guest.Size())
+	}
+	if used > limit {
+		in.mem.exceeded = true
+		return false
+	}
+	return true
+}
+
+// fail records e as the call's host-side failure and traps the plugin.
+func (in *instance) fail(e *abi.Error) {
+	if in.hostErr == nil {
+		in.hostErr = e
+	}
+	panic(e)
+}
+
+// setOutput records the plugin's output_set.
+func (in *instance) setOutput(off, n uint64) {
+	if n > 0 {
+		in.k.span(off, n) // traps on a bad range
+	}
+	in.k.outOff, in.k.outLen = off, n
+	if max := in.p.grant.Limits.MaxOutputBytes; max > 0 && n > uint64(max) {
+		in.outputOver = n
+	}
+}
+
+// setVar implements var_set (a zero value offset deletes the var).
+func (in *instance) setVar(nameOff, valOff uint64) {
+	name := string(in.k.bytesAt(nameOff))
+	in.k.free(nameOff)
+	if valOff == 0 {
+		delete(in.vars, name)
+		return
+	}
+	val := in.k.bytesAt(valOff)
+	in.k.free(valOff)
+	size := len(name) + len(val)
+	for k, v := range in.vars {
+		if k != name {
+			size += len(k) + len(v)
+		}
+	}
+	if size > MaxVarBytes {
+		panic(fmt.Errorf("var_set %q: vars would hold %d bytes, over the %d-byte cap", name, size, MaxVarBytes))
+	}
+	in.vars[name] = val
+}
+
+// log implements log_*: the message goes to the call's logs.
+func (in *instance) log(level int32, off uint64) {
+	msg := in.k.bytesAt(off)
+	in.k.free(off)
+	if level < minLogLevel {
+		return
+	}
+	in.logs.Add("[" + levelNames[level] + "] " + string(msg))
+}
+
+// Run executes one call in a fresh instance.
+func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+	if p.grant.Denied {
+		return runner.Result{Logs: []string{}, Err: abi.Errorf(abi.CodePermissionDenied, "policy denies tool %s", p.tool)}, nil
+	}
+	if t := p.grant.Limits.Timeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	in := p.newInstance()
+	callCtx := context.WithValue(experimental.WithMemoryAllocator(ctx, in.mem), instKey{}, in)
+	mod, err := p.r.rt.InstantiateModule(callCtx, p.compiled, p.moduleConfig(ctx, in))
+	if err != nil {
+		return p.result(ctx, in, nil, fmt.Errorf("instantiate: %w", err)), nil
+	}
+	defer mod.Close(context.Background())
+	in.guest = mod.Memory()
+	res, err := p.call(callCtx, in, mod, req.Input)
+	return p.result(ctx, in, res, err), nil
+}
+
+// call initialises the guest runtime, sets the input and calls the entry
+// point.
+func (p *prepared) call(ctx context.Context, in *instance, mod api.Module, input []byte) (res []uint64, err error) {
+	if in.mem.exceeded {
+		return nil, errKernelMemory{}
+	}
+	for _, name := range p.inits {
+		var args []uint64
+		if name == "hs_init" {
+			args = []uint64{0, 0}
+		}
+		if _, err := mod.ExportedFunction(name).Call(ctx, args...); err != nil {
+			return nil, fmt.Errorf("runtime init %s: %w", name, err)
+		}
+	}
+	return p.invoke(ctx, in, mod.ExportedFunction(p.entry), input)
+}
+
+// invoke sets the input in fresh kernel memory and calls fn.
+func (p *prepared) invoke(ctx context.Context, in *instance, fn api.Function, input []byte) (res []uint64, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if e, ok := v.(errKernelMemory); ok {
+				err = e
+				return
+			}
+			panic(v)
+		}
+	}()
+	in.k.reset()
+	in.k.setInput(input)
+	return fn.Call(ctx)
+}
+
+// moduleConfig returns the WASI view of a call: no file system, no
+// arguments, the granted environment variables, stdout and stderr into
+// the logs, real clocks and randomness unless the grant asks for
+// determinism, and a sleep that ends with the call's context.
+func (p *prepared) moduleConfig(ctx context.Context, in *instance) wazero.ModuleConfig {
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions().
+		WithStdin(bytes.NewReader(nil)).
+		WithStdout(in.logs).
+		WithStderr(in.logs)
+	if !p.grant.Limits.Deterministic {
+		cfg = cfg.WithSysWalltime().WithSysNanotime().WithRandSource(crand.Reader).
+			WithNanosleep(func(ns int64) {
+				t := time.NewTimer(time.Duration(ns))
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+				}
+			})
+	}
+	for k, v := range p.grant.Env {
+		cfg = cfg.WithEnv(k, v)
+	}
+	return cfg
+}
+
+// result maps the outcome of a call to a runner.Result.
+func (p *prepared) result(ctx context.Context, in *instance, res []uint64, err error) runner.Result {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 0 && ctx.Err() == nil {
+		err = nil
+	}
+	rc := uint32(0)
+	if len(res) == 1 {
+		rc = api.DecodeU32(res[0])
+	}
+	msg := ""
+	if err == nil || in.k.errOff != 0 {
+		msg = in.k.errorMessage()
+	}
+	failed := err != nil || rc != 0 || msg != ""
+	out := runner.Result{Usage: abi.Usage{MemoryBytes: in.k.peak}}
+	if in.guest != nil {
+		out.Usage.MemoryBytes += uint64(in.guest.Size())
+	}
+	var kerr errKernelMemory
+	limits := p.grant.Limits
+	switch {
+	case ctx.Err() != nil:
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			out.Err = abi.Errorf(abi.CodeTimeout, "tool %s exceeded its %s time limit", p.tool, limits.Timeout)
+		} else {
+			out.Err = abi.Errorf(abi.CodeTimeout, "tool %s: call canceled", p.tool)
+		}
+	case in.mem.exceeded || errors.As(err, &kerr):
+		out.Err = abi.Errorf(abi.CodeMemoryLimit, "tool %s exceeded its %d-byte memory limit", p.tool, limits.MemoryBytes)
+	case failed && in.guard != nil && in.guard.Denials() > 0:
+		out.Err = in.guard.LastDenial()
+	case failed && in.hostErr != nil:
+		out.Err = in.hostErr
+	case in.outputOver > 0:
+		out.Err = abi.Errorf(abi.CodeOutputLimit, "tool %s produced %d bytes of output, over its %d-byte limit", p.tool, in.outputOver, limits.MaxOutputBytes)
+	case failed:
+		out.Err = abi.Errorf(abi.CodeToolError, "%s", toolMessage(msg, rc, err))
+	default:
+		out.Output = in.k.output()
+	}
+	out.Logs = in.logs.Lines()
+	if out.Err != nil {
+		p.log.Debug("call failed", "code", out.Err.Code, "error", out.Err.Message)
+	}
+	return out
+}
+
+// toolMessage is the TOOL_ERROR message: the plugin's own error_set
+// message when it set one, else what went wrong.
+func toolMessage(msg string, rc uint32, err error) string {
+	if msg != "" {
+		return msg
+	}
+	var exit *sys.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return fmt.Sprintf("plugin exited with code %d", exit.ExitCode())
+	case err != nil:
+		s := err.Error()
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[:i]
+		}
+		return "plugin trapped: " + s
+	}
+	return fmt.Sprintf("plugin returned code %d", rc)
+}
+
+// Interface guards
+var _ runner.Prepared = (*prepared)(nil)

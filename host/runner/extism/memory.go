@@ -1,0 +1,46 @@
+package extism
+
+import "github.com/tetratelabs/wazero/experimental"
+
+// limitMemory backs a plugin's linear memory and refuses to grow it past
+// limit bytes (0 = no limit), remembering that it did so the call reports
+// MEMORY_LIMIT even when the plugin then fails in its own way.
+type limitMemory struct {
+	limit    uint64
+	buf      []byte
+	exceeded bool
+}
+
+// Allocate implements experimental.MemoryAllocator; a limitMemory backs
+// exactly one memory.
+func (m *limitMemory) Allocate(_, _ uint64) experimental.LinearMemory { return m }
+
+// Reallocate implements experimental.LinearMemory.
+func (m *limitMemory) Reallocate(size uint64) []byte {
+	if m.limit > 0 && size > m.limit {
+		m.exceeded = true
+		if m.buf != nil {
+			return nil
+		}
+		// The initial size must be granted (wazero cannot fail it); the
+		// call then fails with MEMORY_LIMIT before the plugin runs.
+	}
+	if size <= uint64(cap(m.buf)) {
+		m.buf = m.buf[:size]
+		return m.buf
+	}
+	c := 2 * uint64(cap(m.buf))
+	if c < size {
+		c = size
+	}
+	if m.limit > 0 && c > m.limit && size <= m.limit {
+		c = m.limit
+	}
+	nb := make([]byte, size, c)
+	copy(nb, m.buf)
+	m.buf = nb
+	return m.buf
+}
+
+// Free implements experimental.LinearMemory.
+func (m *limitMemory) Free() { m.buf = nil }

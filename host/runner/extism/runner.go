@@ -1,0 +1,295 @@
+package extism
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/internal/netguard"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/runner"
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// DefaultEntryPoint is the export called when handler.entryPoint is empty.
+const DefaultEntryPoint = "call"
+
+// MaxVarBytes caps the vars a plugin holds in one call, as go-sdk does.
+const MaxVarBytes = 1 << 20
+
+// Options configure a [Runner]. The zero value means: no logging, an
+// in-memory compilation cache, HTTP responses capped at
+// netguard.DefaultMaxResponseBytes and requests at netguard.DefaultTimeout
+// (and always by the call's own timeout).
+type Options struct {
+	// Logger receives host-side diagnostics; nil means none.
+	Logger hclog.Logger
+	// CacheDir, when set, holds wazero's compilation cache on disk so a
+	// second process does not recompile.
+	CacheDir string
+	// MaxHTTPResponseBytes caps one http_request response body.
+	MaxHTTPResponseBytes int64
+	// HTTPTimeout caps one http_request, redirects and body included.
+	HTTPTimeout time.Duration
+}
+
+// Runner runs tools with handler.abi "extism". It owns one wazero runtime
+// with the extism:host/env module and WASI; compiled modules are cached by
+// their SHA-256 digest. Close releases it.
+type Runner struct {
+	opts  Options
+	log   hclog.Logger
+	cache wazero.CompilationCache
+	rt    wazero.Runtime
+
+	mu      sync.Mutex
+	modules map[string]wazero.CompiledModule
+
+	// Network seams for tests (export_test.go); nil means the defaults.
+	resolver netguard.Resolver
+	dial     netguard.DialFunc
+}
+
+// New returns a Runner. Call Close when done.
+func New(ctx context.Context, opts Options) (*Runner, error) {
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	if opts.MaxHTTPResponseBytes < 0 || opts.HTTPTimeout < 0 {
+		return nil, fmt.Errorf("extism runner: negative HTTP cap")
+	}
+	var cache wazero.CompilationCache
+	if opts.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("extism runner: compilation cache %s: %w", opts.CacheDir, err)
+		}
+		cache = c
+	} else {
+		cache = wazero.NewCompilationCache()
+	}
+	cfg := wazero.NewRuntimeConfig().
+		WithCompilationCache(cache).
+		WithCloseOnContextDone(true)
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("extism runner: instantiate wasi: %w", err)
+	}
+	if err := instantiateEnv(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("extism runner: %w", err)
+	}
+	return &Runner{
+		opts:    opts,
+		log:     log.Named("runner.extism"),
+		cache:   cache,
+		rt:      rt,
+		modules: make(map[string]wazero.CompiledModule),
+	}, nil
+}
+
+// Close releases the runtime and every compiled module. Prepared tools
+// must not be run afterwards.
+func (r *Runner) Close(ctx context.Context) error {
+	err := r.rt.Close(ctx)
+	if cerr := r.cache.Close(ctx); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("extism runner close: %w", err)
+	}
+	return nil
+}
+
+// loadErr returns a LOAD_ERROR naming the tool.
+func loadErr(tool *manifest.Tool, format string, args ...any) *abi.Error {
+	return abi.Errorf(abi.CodeLoadError, "tool %s: %s", tool.ToolID, fmt.Sprintf(format, args...))
+}
+
+// Prepare compiles tool's module (once per digest) and checks that the
+// plugin can run here: every import is provided, the entry point exists
+// and takes no parameters, and the grant asks for nothing this ABI does
+// not enforce (fuel, file access).
+func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy.Grant) (runner.Prepared, error) {
+	if tool == nil || grant == nil {
+		return nil, fmt.Errorf("extism prepare: nil tool or grant")
+	}
+	h := tool.Handler
+	if h.Type != manifest.HandlerWasm || h.ABI != manifest.ABIExtism {
+		return nil, loadErr(tool, "handler is %s/%s, not wasm/extism", h.Type, h.ABI)
+	}
+	if grant.Limits.Fuel > 0 {
+		return nil, loadErr(tool, "fuel metering is not supported for the extism ABI; remove limits.fuel or use abi wasi-command")
+	}
+	if sc := tool.SecurityContext; sc != nil && sc.FileAccess != nil &&
+		(len(sc.FileAccess.AllowRead) > 0 || len(sc.FileAccess.AllowWrite) > 0 || len(sc.FileAccess.Mounts) > 0) {
+		return nil, loadErr(tool, "the extism ABI gives plugins no file system; fileAccess is not supported (use abi wasi-command)")
+	}
+	path, err := modulePath(tool)
+	if err != nil {
+		return nil, loadErr(tool, "%s", err.Error())
+	}
+	code, err := os.ReadFile(path)
+	if err != nil {
+		return nil, loadErr(tool, "read module: %s", err.Error())
+	}
+	sum := sha256.Sum256(code)
+	digest := hex.EncodeToString(sum[:])
+	if h.SHA256 != "" && !strings.EqualFold(h.SHA256, digest) {
+		return nil, loadErr(tool, "module %s has sha256 %s, manifest says %s", h.Module, digest, h.SHA256)
+	}
+	compiled, err := r.compile(ctx, digest, code)
+	if err != nil {
+		return nil, loadErr(tool, "compile %s: %s", h.Module, err.Error())
+	}
+	if err := checkImports(compiled); err != nil {
+		return nil, loadErr(tool, "%s", err.Error())
+	}
+	entry := h.EntryPoint
+	if entry == "" {
+		entry = DefaultEntryPoint
+	}
+	def, ok := compiled.ExportedFunctions()[entry]
+	if !ok {
+		return nil, loadErr(tool, "module %s exports no function %q (handler.entryPoint)", h.Module, entry)
+	}
+	if len(def.ParamTypes()) != 0 || len(def.ResultTypes()) > 1 ||
+		(len(def.ResultTypes()) == 1 && def.ResultTypes()[0] != api.ValueTypeI32) {
+		return nil, loadErr(tool, "entry point %q must have type () -> i32 or () -> ()", entry)
+	}
+	config := make(map[string]string, len(grant.Config))
+	for k, v := range grant.Config {
+		config[k] = v
+	}
+	maxHTTP := r.opts.MaxHTTPResponseBytes
+	if maxHTTP == 0 {
+		maxHTTP = netguard.DefaultMaxResponseBytes
+	}
+	return &prepared{
+		r:        r,
+		tool:     tool.ToolID,
+		grant:    grant,
+		compiled: compiled,
+		entry:    entry,
+		inits:    initFuncs(compiled),
+		config:   config,
+		maxHTTP:  maxHTTP,
+		log:      r.log.With("tool", tool.ToolID),
+	}, nil
+}
+
+// modulePath returns the module's path, which must stay in the tool's
+// folder.
+func modulePath(tool *manifest.Tool) (string, error) {
+	m := tool.Handler.Module
+	if m == "" {
+		return "", fmt.Errorf("handler.module is empty")
+	}
+	if filepath.IsAbs(m) {
+		return "", fmt.Errorf("module %s is an absolute path", m)
+	}
+	p := filepath.Join(tool.Dir, filepath.FromSlash(m))
+	rel, err := filepath.Rel(tool.Dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("module %s escapes the tool folder", m)
+	}
+	return p, nil
+}
+
+// compile returns the compiled module for digest, compiling it once.
+func (r *Runner) compile(ctx context.Context, digest string, code []byte) (wazero.CompiledModule, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.modules[digest]; ok {
+		return c, nil
+	}
+	c, err := r.rt.CompileModule(ctx, code)
+	if err != nil {
+		return nil, err
+	}
+	r.modules[digest] = c
+	return c, nil
+}
+
+// checkImports refuses imports this host does not provide, so a plugin
+// that needs custom host functions fails at load with a clear message.
+func checkImports(c wazero.CompiledModule) error {
+	env := envSignatures()
+	for _, d := range c.ImportedFunctions() {
+		mod, name, _ := d.Import()
+		switch mod {
+		case wasi_snapshot_preview1.ModuleName:
+			continue
+		case envModule:
+			f, ok := env[name]
+			if !ok {
+				return fmt.Errorf("plugin imports %s.%s, which this host does not provide", mod, name)
+			}
+			if !sameTypes(f.params, d.ParamTypes()) || !sameTypes(f.results, d.ResultTypes()) {
+				return fmt.Errorf("plugin imports %s.%s with a signature other than the kernel's", mod, name)
+			}
+		default:
+			return fmt.Errorf("plugin imports host function %s.%s; only %s and WASI are provided", mod, name, envModule)
+		}
+	}
+	return nil
+}
+
+func sameTypes(a, b []api.ValueType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// initFuncs returns the runtime initialisers to call on each new instance,
+// as go-sdk detects them: a Haskell plugin gets _initialize then
+// hs_init(0, 0); a WASI reactor _initialize; a WASI command's
+// __wasm_call_ctors when it exports no _initialize.
+func initFuncs(c wazero.CompiledModule) []string {
+	ex := c.ExportedFunctions()
+	has := func(n string, params int) bool {
+		d, ok := ex[n]
+		return ok && len(d.ParamTypes()) == params
+	}
+	usesWASI := false
+	for _, d := range c.ImportedFunctions() {
+		if mod, _, _ := d.Import(); mod == wasi_snapshot_preview1.ModuleName {
+			usesWASI = true
+			break
+		}
+	}
+	switch {
+	case has("hs_init", 2):
+		if has("_initialize", 0) {
+			return []string{"_initialize", "hs_init"}
+		}
+		return []string{"hs_init"}
+	case has("_initialize", 0):
+		return []string{"_initialize"}
+	case usesWASI && has("__wasm_call_ctors", 0):
+		return []string{"__wasm_call_ctors"}
+	}
+	return nil
+}
+
+// Interface guards
+var _ runner.Runner = (*Runner)(nil)
