@@ -56,6 +56,36 @@ func parse(s string, o Options) (*Result, *perr) {
 				return &Result{ResponseText: trim(s[:i]), Found: true}, t.err
 			}
 		default:
+			// Jump to the next '<' when no fence or code span can start
+			// before it (both need '`' or '~'); else go byte by byte.
+			end := strings.IndexByte(s[i:], '<')
+			if end < 0 {
+				end = len(s)
+			} else {
+				end += i
+			}
+			if seg := s[i:end]; strings.IndexByte(seg, '`') < 0 && strings.IndexByte(seg, '~') < 0 {
+				if end > i && s[end-1] == '\n' {
+					lineStart = true
+				}
+				i = end
+				continue
+			}
+			if bt := strings.IndexByte(s[i:end], '`'); bt >= 0 && strings.IndexByte(s[i:end], '~') < 0 {
+				// Resume at the backtick, or at its line start when only up
+				// to three spaces precede it there (a possible fence).
+				bt += i
+				ls := bt
+				for ls > i && bt-ls < 3 && s[ls-1] == ' ' {
+					ls--
+				}
+				if ls == 0 || s[ls-1] == '\n' {
+					i, lineStart = ls, true
+				} else {
+					i = bt
+				}
+				continue
+			}
 			i++
 			for i < len(s) && s[i] != '\n' && s[i] != '`' && s[i] != '<' {
 				i++

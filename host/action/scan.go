@@ -76,7 +76,8 @@ type parser struct {
 // offset where the block ends: after </ACTION>, or the limit.
 func (p *parser) run(body int) (int, *perr) {
 	s, lim := p.s, p.limit
-	p.stack = append(p.stack[:0], frame{role: roleAction, lo: -1, textPos: -1, pos: p.start})
+	p.stack = make([]frame, 1, 8)
+	p.stack[0] = frame{role: roleAction, lo: -1, textPos: -1, pos: p.start}
 	i := body
 	var err *perr
 	for i < lim && err == nil {

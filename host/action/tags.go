@@ -315,9 +315,18 @@ func (p *parser) endTag(i int) (next int, done bool, err *perr) {
 // close pops the top element, whose content ends at end, and hands its
 // value to its parent.
 func (p *parser) close(end int) *perr {
-	f := p.stack[len(p.stack)-1]
+	err := p.closeTop(end)
+	f := &p.stack[len(p.stack)-1]
+	p.buf = p.buf[:f.textStart]
+	*f = frame{} // drop references held by the popped frame
 	p.stack = p.stack[:len(p.stack)-1]
-	defer func() { p.buf = p.buf[:f.textStart] }()
+	return err
+}
+
+// closeTop builds the value of the top element and hands it to its parent
+// (the frame below it) or to the calls.
+func (p *parser) closeTop(end int) *perr {
+	f := &p.stack[len(p.stack)-1]
 	switch f.role {
 	case roleTool:
 		args, err := p.object(f.attrs, f.kids, f.name)
@@ -333,7 +342,7 @@ func (p *parser) close(end int) *perr {
 		if id == "" {
 			return failf(f.pos, "write <tool_id>namespace:name</tool_id>", "empty <tool_id>")
 		}
-		p.notesAttrs(&f)
+		p.notesAttrs(f)
 		p.calls = append(p.calls, Call{Tool: id, Args: map[string]any{}})
 	case roleInputs:
 		args, err := p.object(f.attrs, f.kids, f.name)
@@ -342,7 +351,7 @@ func (p *parser) close(end int) *perr {
 		}
 		p.calls[len(p.calls)-1].Args = args
 	default:
-		v, err := p.value(&f, end)
+		v, err := p.value(f, end)
 		if err != nil {
 			return err
 		}
@@ -350,7 +359,7 @@ func (p *parser) close(end int) *perr {
 		if f.role == roleInput {
 			name = f.key
 		}
-		parent := p.top()
+		parent := &p.stack[len(p.stack)-2]
 		parent.kids = append(parent.kids, kid{name: name, val: v, pos: f.pos})
 	}
 	return nil
