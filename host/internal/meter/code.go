@@ -54,25 +54,42 @@ type frame struct {
 	targeted bool
 }
 
-// charge is a pending insertion of metering code: cost units at offset pos
-// of the rewritten body.
-type charge struct {
+// insertKind is the kind of code the pass inserts at a position.
+type insertKind uint8
+
+const (
+	insCharge      insertKind = iota // subtract the segment cost from the local counter
+	insCheckCharge                   // same, then refill if below zero (loop headers)
+	insEntry                         // load the counter from the global, charge, check
+	insExit                          // check, then store the counter to the global
+	insFlush                         // store the counter to the global
+	insReload                        // load the counter from the global
+)
+
+// insert is a pending insertion of metering code at offset pos of the
+// rewritten body.
+type insert struct {
 	pos  int
+	kind insertKind
 	cost int64
 }
 
 // rewriter meters function bodies of one module. Its fields are fixed for
 // the module; the scratch slices are reused across bodies.
 type rewriter struct {
-	numImportedFuncs uint32 // imported functions of the original module
-	numFuncs         uint32 // all functions of the original module
-	numGlobals       uint32 // all globals of the original module
-	addedFuncs       uint32 // functions imported by the pass, shifting defined ones
-	counter          uint32 // index of the fuel counter global
-	refill           uint32 // index of the refill import
+	numImportedFuncs uint32   // imported functions of the original module
+	numFuncs         uint32   // all functions of the original module
+	numGlobals       uint32   // all globals of the original module
+	addedFuncs       uint32   // functions imported by the pass, shifting defined ones
+	counter          uint32   // index of the fuel counter global
+	refill           uint32   // index of the refill import
+	local            uint32   // index of the counter local of the current body
+	typeParams       []uint32 // number of parameters of each type
+	funcTypes        []uint32 // type index of each defined function
 
 	stack   []frame
-	charges []charge
+	charges []insert // segment charges, in position order
+	others  []insert // flushes, reloads and exits, in position order
 	out     []byte
 }
 
@@ -89,7 +106,8 @@ func (w *rewriter) funcIndex(idx uint32) (uint32, error) {
 }
 
 // body rewrites one function body (the expression after the locals) and
-// appends the result to dst.
+// appends the result to dst. local is the index of the counter local the
+// caller declared for it.
 //
 // The body is split into segments: maximal runs of instructions that
 // always execute together once the first one does. A segment starts at
@@ -98,19 +116,30 @@ func (w *rewriter) funcIndex(idx uint32) (uint32, error) {
 // segment is charged, at its start, one unit per instruction in it
 // (structural else and end cost nothing), so the total charged is exactly
 // the number of instructions executed, whatever path is taken.
-func (w *rewriter) body(dst, code []byte) ([]byte, error) {
+//
+// The counter lives in a local while the function runs: a charge is a
+// single subtraction. It is checked (and refilled through the host when
+// below zero) at the function entry, at loop headers, before calls to
+// imports or through tables, and at every exit; it is stored to the global
+// before any call or exit and reloaded after a call. Every cycle of
+// execution passes a check, and no call returns with more charged than
+// the host granted.
+func (w *rewriter) body(dst, code []byte, local uint32) ([]byte, error) {
 	r := &reader{b: code}
+	w.local = local
 	w.stack = append(w.stack[:0], frame{kind: frameFunc})
 	w.charges = w.charges[:0]
+	w.others = w.others[:0]
 	w.out = w.out[:0]
-	segPos, segCost := 0, int64(0)
+	segPos, segKind, segCost := 0, insEntry, int64(0)
 	closeSeg := func() {
-		if segCost > 0 {
-			w.charges = append(w.charges, charge{pos: segPos, cost: segCost})
+		if segCost > 0 || segKind == insEntry {
+			w.charges = append(w.charges, insert{pos: segPos, kind: segKind, cost: segCost})
 		}
 		segCost = 0
 	}
-	openSeg := func() { segPos = len(w.out) }
+	openSeg := func(kind insertKind) { segPos, segKind = len(w.out), kind }
+	at := func(kind insertKind) { w.others = append(w.others, insert{pos: len(w.out), kind: kind}) }
 	for {
 		if r.eof() {
 			return nil, errors.New("function body ends without end")
@@ -131,12 +160,12 @@ func (w *rewriter) body(dst, code []byte) ([]byte, error) {
 				w.stack = append(w.stack, frame{kind: frameLoop})
 				closeSeg()
 				w.out = append(w.out, code[start:r.pos]...)
-				openSeg()
+				openSeg(insCheckCharge)
 			default:
 				w.stack = append(w.stack, frame{kind: frameIf})
 				closeSeg()
 				w.out = append(w.out, code[start:r.pos]...)
-				openSeg()
+				openSeg(insCharge)
 			}
 			continue
 		case opElse:
@@ -145,7 +174,7 @@ func (w *rewriter) body(dst, code []byte) ([]byte, error) {
 			}
 			closeSeg()
 			w.out = append(w.out, op)
-			openSeg()
+			openSeg(insCharge)
 			continue
 		case opEnd:
 			top := len(w.stack) - 1
@@ -154,6 +183,7 @@ func (w *rewriter) body(dst, code []byte) ([]byte, error) {
 			switch {
 			case f.kind == frameFunc:
 				closeSeg()
+				at(insExit)
 				w.out = append(w.out, op)
 				if !r.eof() {
 					return nil, fmt.Errorf("%d bytes after the end of the function body", len(code)-r.pos)
@@ -165,7 +195,7 @@ func (w *rewriter) body(dst, code []byte) ([]byte, error) {
 			default:
 				closeSeg()
 				w.out = append(w.out, op)
-				openSeg()
+				openSeg(insCharge)
 			}
 			continue
 		case opBr, opBrIf:
@@ -176,11 +206,15 @@ func (w *rewriter) body(dst, code []byte) ([]byte, error) {
 			if err := w.target(depth); err != nil {
 				return nil, err
 			}
+			if int(depth) == len(w.stack)-1 { // a return
+				at(insExit)
+			}
 		case opBrTable:
 			n, err := r.u32()
 			if err != nil {
 				return nil, err
 			}
+			exits := false
 			for i := uint64(0); i <= uint64(n); i++ {
 				depth, err := r.u32()
 				if err != nil {
@@ -189,22 +223,53 @@ func (w *rewriter) body(dst, code []byte) ([]byte, error) {
 				if err := w.target(depth); err != nil {
 					return nil, err
 				}
+				exits = exits || int(depth) == len(w.stack)-1
 			}
-		case opReturn, opUnreachable:
+			if exits {
+				at(insExit)
+			}
+		case opReturn:
+			at(insExit)
+		case opUnreachable:
+			at(insFlush)
 		case opCall, opReturnCall, opRefFunc:
 			idx, err := r.u32()
 			if err != nil {
 				return nil, err
 			}
+			imported := idx < w.numImportedFuncs
 			if idx, err = w.funcIndex(idx); err != nil {
 				return nil, err
 			}
 			segCost++
+			switch {
+			case op == opReturnCall || (op == opCall && imported):
+				at(insExit)
+			case op == opCall:
+				at(insFlush)
+			}
 			w.out = append(w.out, op)
 			w.out = appendU32(w.out, idx)
-			if op == opReturnCall {
+			switch op {
+			case opCall:
+				at(insReload)
+			case opReturnCall:
 				closeSeg()
-				openSeg()
+				openSeg(insCharge)
+			}
+			continue
+		case opCallIndirect, opReturnCallIndirect:
+			if err := skipImmediates(r, op); err != nil {
+				return nil, err
+			}
+			at(insExit)
+			segCost++
+			w.out = append(w.out, code[start:r.pos]...)
+			if op == opCallIndirect {
+				at(insReload)
+			} else {
+				closeSeg()
+				openSeg(insCharge)
 			}
 			continue
 		case opGlobalGet, opGlobalSet:
@@ -215,6 +280,14 @@ func (w *rewriter) body(dst, code []byte) ([]byte, error) {
 			if idx >= w.numGlobals {
 				return nil, fmt.Errorf("global index %d out of range (%d globals)", idx, w.numGlobals)
 			}
+		case 0x20, 0x21, 0x22: // local.get, local.set, local.tee
+			idx, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			if idx >= w.local {
+				return nil, fmt.Errorf("local index %d out of range (%d locals)", idx, w.local)
+			}
 		default:
 			if err := skipImmediates(r, op); err != nil {
 				return nil, err
@@ -223,9 +296,9 @@ func (w *rewriter) body(dst, code []byte) ([]byte, error) {
 		segCost++
 		w.out = append(w.out, code[start:r.pos]...)
 		switch op {
-		case opBr, opBrIf, opBrTable, opReturn, opUnreachable, opReturnCallIndirect:
+		case opBr, opBrIf, opBrTable, opReturn, opUnreachable:
 			closeSeg()
-			openSeg()
+			openSeg(insCharge)
 		}
 	}
 }
@@ -239,40 +312,94 @@ func (w *rewriter) target(depth uint32) error {
 	return nil
 }
 
-// emit appends the rewritten body with the charges inserted to dst.
+// emit appends the rewritten body with the insertions to dst. At one
+// position the segment charge goes first: the other insertions belong to
+// the instruction there, which is part of the segment.
 func (w *rewriter) emit(dst []byte) []byte {
-	prev := 0
+	prev, j := 0, 0
 	for _, c := range w.charges {
+		for ; j < len(w.others) && w.others[j].pos < c.pos; j++ {
+			dst = append(dst, w.out[prev:w.others[j].pos]...)
+			prev = w.others[j].pos
+			dst = w.appendInsert(dst, w.others[j])
+		}
 		dst = append(dst, w.out[prev:c.pos]...)
-		dst = w.appendCharge(dst, c.cost)
 		prev = c.pos
+		dst = w.appendInsert(dst, c)
+	}
+	for ; j < len(w.others); j++ {
+		dst = append(dst, w.out[prev:w.others[j].pos]...)
+		prev = w.others[j].pos
+		dst = w.appendInsert(dst, w.others[j])
 	}
 	return append(dst, w.out[prev:]...)
 }
 
-// appendCharge appends the metering sequence for cost units:
+// appendInsert appends the code of one insertion. With $c the counter
+// local, $fuel the counter global and $refill the import:
 //
-//	global.get $fuel; i64.const cost; i64.sub; global.set $fuel
-//	global.get $fuel; i64.const 0; i64.lt_s
-//	if; global.get $fuel; call $refill; global.set $fuel; end
+//	charge:  local.get $c; i64.const cost; i64.sub; local.set $c
+//	check:   local.get $c; i64.const cost; i64.sub; local.tee $c; REFILL
+//	entry:   global.get $fuel; i64.const cost; i64.sub; local.tee $c; REFILL
+//	exit:    local.get $c; REFILL; local.get $c; global.set $fuel
+//	flush:   local.get $c; global.set $fuel
+//	reload:  global.get $fuel; local.set $c
+//	REFILL:  i64.const 0; i64.lt_s; if; local.get $c; call $refill; local.set $c; end
 //
-// It is stack-neutral, so it is valid at any instruction boundary,
+// Each is stack-neutral, so it is valid at any instruction boundary,
 // including unreachable code and blocks with parameters.
-func (w *rewriter) appendCharge(dst []byte, cost int64) []byte {
-	dst = append(dst, opGlobalGet)
-	dst = appendU32(dst, w.counter)
-	dst = append(dst, opI64Const)
-	dst = appendS64(dst, cost)
-	dst = append(dst, opI64Sub, opGlobalSet)
-	dst = appendU32(dst, w.counter)
-	dst = append(dst, opGlobalGet)
-	dst = appendU32(dst, w.counter)
-	dst = append(dst, opI64Const, 0, opI64LtS, opIf, blockTypeEmpty, opGlobalGet)
-	dst = appendU32(dst, w.counter)
+func (w *rewriter) appendInsert(dst []byte, in insert) []byte {
+	switch in.kind {
+	case insCharge, insCheckCharge:
+		dst = w.appendLocal(dst, 0x20)
+		dst = append(dst, opI64Const)
+		dst = appendS64(dst, in.cost)
+		dst = append(dst, opI64Sub)
+		if in.kind == insCharge {
+			return w.appendLocal(dst, 0x21)
+		}
+		dst = w.appendLocal(dst, 0x22)
+		return w.appendRefill(dst)
+	case insEntry:
+		dst = w.appendGlobal(dst, opGlobalGet)
+		if in.cost == 0 {
+			return w.appendLocal(dst, 0x21)
+		}
+		dst = append(dst, opI64Const)
+		dst = appendS64(dst, in.cost)
+		dst = append(dst, opI64Sub)
+		dst = w.appendLocal(dst, 0x22)
+		return w.appendRefill(dst)
+	case insExit:
+		dst = w.appendLocal(dst, 0x20)
+		dst = w.appendRefill(dst)
+		dst = w.appendLocal(dst, 0x20)
+		return w.appendGlobal(dst, opGlobalSet)
+	case insFlush:
+		dst = w.appendLocal(dst, 0x20)
+		return w.appendGlobal(dst, opGlobalSet)
+	default: // insReload
+		dst = w.appendGlobal(dst, opGlobalGet)
+		return w.appendLocal(dst, 0x21)
+	}
+}
+
+func (w *rewriter) appendLocal(dst []byte, op byte) []byte {
+	return appendU32(append(dst, op), w.local)
+}
+
+func (w *rewriter) appendGlobal(dst []byte, op byte) []byte {
+	return appendU32(append(dst, op), w.counter)
+}
+
+// appendRefill consumes the counter on the stack: when it is below zero
+// the host is asked for the next slice, which becomes the local.
+func (w *rewriter) appendRefill(dst []byte) []byte {
+	dst = append(dst, opI64Const, 0, opI64LtS, opIf, blockTypeEmpty)
+	dst = w.appendLocal(dst, 0x20)
 	dst = append(dst, opCall)
 	dst = appendU32(dst, w.refill)
-	dst = append(dst, opGlobalSet)
-	dst = appendU32(dst, w.counter)
+	dst = w.appendLocal(dst, 0x21)
 	return append(dst, opEnd)
 }
 

@@ -75,6 +75,8 @@ type section struct {
 type module struct {
 	sections         []section
 	numTypes         uint32
+	typeParams       []uint32 // parameter count of each type
+	funcTypes        []uint32 // type index of each defined function
 	numImportedFuncs uint32
 	numDefinedFuncs  uint32
 	numGlobals       uint32 // imported and defined
@@ -151,11 +153,11 @@ func parseModule(wasm []byte) (*module, error) {
 		pr := &reader{b: payload}
 		switch id {
 		case secType:
-			m.numTypes, err = pr.u32()
+			err = m.scanTypes(pr)
 		case secImport:
 			err = m.scanImports(pr)
 		case secFunction:
-			m.numDefinedFuncs, err = pr.u32()
+			err = m.scanFunctions(pr)
 		case secGlobal:
 			var n uint32
 			n, err = pr.u32()
@@ -166,6 +168,60 @@ func parseModule(wasm []byte) (*module, error) {
 		}
 	}
 	return m, nil
+}
+
+// scanTypes records the parameter count of each function type.
+func (m *module) scanTypes(r *reader) error {
+	n, err := r.u32()
+	if err != nil {
+		return err
+	}
+	m.numTypes = n
+	for i := uint32(0); i < n; i++ {
+		form, err := r.byte()
+		if err != nil {
+			return err
+		}
+		if form != 0x60 {
+			return fmt.Errorf("type %d: unsupported type form 0x%02x", i, form)
+		}
+		params, err := r.u32()
+		if err != nil {
+			return err
+		}
+		if _, err := r.bytes(int(params)); err != nil {
+			return err
+		}
+		results, err := r.u32()
+		if err != nil {
+			return err
+		}
+		if _, err := r.bytes(int(results)); err != nil {
+			return err
+		}
+		m.typeParams = append(m.typeParams, params)
+	}
+	return nil
+}
+
+// scanFunctions records the type of each defined function.
+func (m *module) scanFunctions(r *reader) error {
+	n, err := r.u32()
+	if err != nil {
+		return err
+	}
+	m.numDefinedFuncs = n
+	for i := uint32(0); i < n; i++ {
+		t, err := r.u32()
+		if err != nil {
+			return err
+		}
+		if t >= m.numTypes {
+			return fmt.Errorf("function %d: type index %d out of range", i, t)
+		}
+		m.funcTypes = append(m.funcTypes, t)
+	}
+	return nil
 }
 
 // scanImports counts imported functions and globals and rejects imports
@@ -402,11 +458,16 @@ func (w *rewriter) section(m *module, id byte, payload, dst []byte, typeRefill, 
 				return nil, err
 			}
 			cr := &reader{b: code}
-			if err := skipLocals(cr); err != nil {
+			groups, declared, groupsEnd, err := skipLocals(cr)
+			if err != nil {
 				return nil, fmt.Errorf("function %d: %w", m.numImportedFuncs+i, err)
 			}
-			body = append(body[:0], code[:cr.pos]...)
-			if body, err = w.body(body, code[cr.pos:]); err != nil {
+			// Declare the counter local after the function's own.
+			body = appendU32(body[:0], groups+1)
+			body = append(body, code[groupsEnd:cr.pos]...)
+			body = append(body, 1, 0x7e)
+			local := m.typeParams[m.funcTypes[i]] + declared
+			if body, err = w.body(body, code[cr.pos:], local); err != nil {
 				return nil, fmt.Errorf("function %d: %w", m.numImportedFuncs+i, err)
 			}
 			dst = appendU32(dst, uint32(len(body)))
@@ -428,27 +489,31 @@ func (w *rewriter) section(m *module, id byte, payload, dst []byte, typeRefill, 
 	}
 }
 
-// skipLocals skips the local declarations of a body, bounding their
-// total so a hostile module cannot declare billions of locals.
-func skipLocals(r *reader) error {
-	n, err := r.u32()
-	if err != nil {
-		return err
+// maxLocals bounds the locals of a function, as wazero does, so that the
+// counter local's index cannot overflow.
+const maxLocals = 1 << 27
+
+// skipLocals skips the local declarations of a body and returns the
+// number of groups, of locals declared, and the offset of the first group.
+func skipLocals(r *reader) (groups, total uint32, first int, err error) {
+	if groups, err = r.u32(); err != nil {
+		return 0, 0, 0, err
 	}
-	var total uint64
-	for i := uint32(0); i < n; i++ {
+	first = r.pos
+	var sum uint64
+	for i := uint32(0); i < groups; i++ {
 		c, err := r.u32()
 		if err != nil {
-			return err
+			return 0, 0, 0, err
 		}
-		if total += uint64(c); total > 50000 {
-			return fmt.Errorf("too many locals (%d)", total)
+		if sum += uint64(c); sum > maxLocals {
+			return 0, 0, 0, fmt.Errorf("too many locals (more than %d)", maxLocals)
 		}
 		if _, err := r.byte(); err != nil {
-			return err
+			return 0, 0, 0, err
 		}
 	}
-	return nil
+	return groups, uint32(sum), first, nil
 }
 
 // constExpr copies a constant expression, renumbering ref.func.

@@ -1,0 +1,167 @@
+package meter_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host/internal/meter"
+	"github.com/tetratelabs/wazero"
+)
+
+// The interruption benchmarks of SPEC §9 run each guest four ways:
+//
+//	unlimited           the original module, nothing can stop a loop
+//	timeout             instrumented, Budget without fuel, a deadline
+//	fuel                instrumented, Budget with fuel and a deadline
+//	closeOnContextDone  the original module on a runtime with
+//	                    WithCloseOnContextDone(true) and a deadline
+//
+// Run them with -benchtime=1x -count=5 (one op is a whole guest run) and
+// compare medians.
+
+const benchTimeout = 10 * time.Minute
+
+type benchGuest struct {
+	name string
+	wasm func(testing.TB) []byte
+	run  func(ctx context.Context, r wazero.Runtime, c wazero.CompiledModule) error
+	want string
+}
+
+func benchInterruption(b *testing.B, g benchGuest) {
+	orig := g.wasm(b)
+	metered := instrument(b, orig)
+	plain := newRuntime(b, nil)
+	closing := newRuntime(b, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
+	cases := []struct {
+		name   string
+		r      wazero.Runtime
+		wasm   []byte
+		budget func() *meter.Budget
+	}{
+		{"unlimited", plain, orig, nil},
+		{"timeout", plain, metered, func() *meter.Budget { return &meter.Budget{} }},
+		{"fuel", plain, metered, func() *meter.Budget { return &meter.Budget{Fuel: 1 << 50} }},
+		{"closeOnContextDone", closing, orig, nil},
+	}
+	for _, tc := range cases {
+		c := compile(b, tc.r, tc.wasm)
+		b.Run(tc.name, func(b *testing.B) {
+			var fuel uint64
+			for b.Loop() {
+				ctx := context.Background()
+				if tc.name != "unlimited" {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, benchTimeout)
+					defer cancel()
+				}
+				var bud *meter.Budget
+				if tc.budget != nil {
+					bud = tc.budget()
+					ctx = meter.WithBudget(ctx, bud)
+				}
+				if err := g.run(ctx, tc.r, c); err != nil {
+					b.Fatal(err)
+				}
+				if bud != nil {
+					fuel = bud.Used()
+				}
+			}
+			if fuel > 0 {
+				b.ReportMetric(float64(fuel), "fuel/op")
+			}
+		})
+	}
+}
+
+func commandRun(want string, args ...string) func(context.Context, wazero.Runtime, wazero.CompiledModule) error {
+	return func(ctx context.Context, r wazero.Runtime, c wazero.CompiledModule) error {
+		out, err := command(ctx, r, c, nil, args...)
+		if err == nil && out != want {
+			return &unexpected{got: out, want: want}
+		}
+		return err
+	}
+}
+
+type unexpected struct{ got, want string }
+
+func (u *unexpected) Error() string { return "output " + u.got + ", want " + u.want }
+
+// BenchmarkGoPrimes is the SPEC §9 interruption target: a Go wasip1 guest
+// counting the primes below 3,000,000 by trial division.
+func BenchmarkGoPrimes(b *testing.B) {
+	benchInterruption(b, benchGuest{
+		wasm: func(tb testing.TB) []byte { return goGuest(tb, "primes") },
+		run:  commandRun("216816\n", "3000000"),
+	})
+}
+
+// BenchmarkCPrimes is the same computation compiled from C by clang.
+func BenchmarkCPrimes(b *testing.B) {
+	benchInterruption(b, benchGuest{
+		wasm: func(tb testing.TB) []byte { return readFile(tb, "testdata/c/primes.wasm") },
+		run:  commandRun("216816\n", "3000000"),
+	})
+}
+
+// BenchmarkWATSum is a hand-written tight loop with no calls: the worst
+// case for per-block metering (12 instructions per iteration).
+func BenchmarkWATSum(b *testing.B) {
+	benchInterruption(b, benchGuest{
+		wasm: func(tb testing.TB) []byte { return readFile(tb, "testdata/wat/sum.wasm") },
+		run: func(ctx context.Context, r wazero.Runtime, c wazero.CompiledModule) error {
+			res, err := call(ctx, r, c, "sum", 100_000_000)
+			if err == nil && res[0] != 299999997 {
+				return &unexpected{got: string(rune(res[0])), want: "299999997"}
+			}
+			return err
+		},
+	})
+}
+
+// BenchmarkInstrument measures the rewrite of the Go primes guest (about
+// 2 MB).
+func BenchmarkInstrument(b *testing.B) {
+	wasm := goGuest(b, "primes")
+	b.SetBytes(int64(len(wasm)))
+	for b.Loop() {
+		if _, err := meter.Instrument(wasm); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCache compares a cold rewrite with what a second process pays:
+// a fresh Cache over the same folder, which reads the stored module
+// instead of rewriting it.
+func BenchmarkCache(b *testing.B) {
+	wasm := goGuest(b, "primes")
+	dir := b.TempDir()
+	if _, err := meter.NewCache(dir).Instrument(wasm); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("miss", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := meter.NewCache("").Instrument(wasm); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("diskHit", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := meter.NewCache(dir).Instrument(wasm); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("memoryHit", func(b *testing.B) {
+		c := meter.NewCache(dir)
+		for b.Loop() {
+			if _, err := c.Instrument(wasm); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
