@@ -255,7 +255,7 @@ func TestValidate_drafts(t *testing.T) {
 func TestValidate_propertyNames(t *testing.T) {
 	s := mustCompile(t, `{"type":"object","properties":{"a":{"type":"object","propertyNames":{"pattern":"^[a-z]+$"}}}}`)
 	err := s.Validate(decode(t, `{"a":{"ok":1,"Bad":2}}`))
-	if err == nil || err.Message != "invalid parameter name 'Bad'" {
+	if err == nil || err.Message != "invalid property name 'Bad'" {
 		t.Fatalf("error = %v", err)
 	}
 }
