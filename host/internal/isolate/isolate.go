@@ -2,6 +2,7 @@ package isolate
 
 import (
 	"io"
+	"net"
 	"syscall"
 )
 
@@ -67,6 +68,14 @@ type Config struct {
 	// file modes, decides which files it may reach. Ignored when the
 	// host is not root.
 	UID uint32
+	// Egress, when set, replaces the empty network namespace with one
+	// whose loopback holds a single TCP listener, handed to Egress before
+	// the child starts: Egress serves it (an allowlisting proxy) on its
+	// own goroutines and returns variables to add to the child's
+	// environment (the proxy's address). Landlock then allows the child
+	// to connect to that port only. Needs Features.Egress; Run closes the
+	// listener when the child has exited.
+	Egress func(l net.Listener) []string
 	// Prlimit is the path of the util-linux prlimit(1) program used to
 	// set Limits before the program runs; empty leaves rlimits unset.
 	Prlimit string
@@ -96,6 +105,10 @@ type Features struct {
 	// Root is set when the host runs as root: the child then gets a
 	// per-call unprivileged uid instead of a user namespace.
 	Root bool
+	// Egress reports whether Config.Egress works: a root host with
+	// namespaces (an unprivileged host cannot give the child a network
+	// namespace that the host's proxy listens in).
+	Egress bool
 	// Prlimit is the path of prlimit(1), empty when absent
 	// (PrlimitErr says why).
 	Prlimit    string

@@ -19,6 +19,15 @@ type rulesetAttr struct {
 	scoped     uint64
 }
 
+// netPortAttr is struct landlock_net_port_attr.
+type netPortAttr struct {
+	allowed uint64
+	port    uint64
+}
+
+// landlockRuleNetPort is LANDLOCK_RULE_NET_PORT.
+const landlockRuleNetPort = 2
+
 // Landlock file-system rights, grouped as the bridge grants them.
 const (
 	llRead  = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
@@ -72,7 +81,7 @@ func handledFS(abi int) uint64 {
 // connect (ABI ≥ 4), and no signals or abstract unix sockets outside the
 // domain (ABI ≥ 6). The caller must have locked the goroutine to its
 // thread and must never unlock it.
-func restrictThread(abi int, rules []Rule) error {
+func restrictThread(abi int, rules []Rule, connectPort int) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
 	}
@@ -95,6 +104,16 @@ func restrictThread(abi int, rules []Rule) error {
 	for _, r := range rules {
 		if err := addPathRule(int(fd), r, handled); err != nil {
 			return err
+		}
+	}
+	if connectPort != 0 {
+		if abi < 4 {
+			return fmt.Errorf("landlock ABI %d cannot filter TCP ports (needs 4)", abi)
+		}
+		attr := netPortAttr{allowed: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, port: uint64(connectPort)}
+		if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, fd, landlockRuleNetPort,
+			uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
+			return fmt.Errorf("landlock port rule %d: %w", connectPort, errno)
 		}
 	}
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {

@@ -33,6 +33,7 @@ func Probe() Features {
 	}
 	f.NamespacesErr = probeNamespaces(f.Prlimit)
 	f.Namespaces = f.NamespacesErr == nil
+	f.Egress = f.Namespaces && f.Root
 	return f
 }
 

@@ -20,6 +20,7 @@ const (
 	ProtUserNS       = "user-namespace"
 	ProtNetNS        = "network-namespace"
 	ProtPidNS        = "pid-namespace"
+	ProtEgress       = "egress-proxy"
 	ProtRlimits      = "rlimits"
 	ProtUnprivileged = "unprivileged-uid"
 )
@@ -54,6 +55,12 @@ func (f Features) Protections() []Protection {
 	ps = append(ps,
 		Protection{Name: ProtNetNS, Available: f.Namespaces, Detail: netDetail},
 		Protection{Name: ProtPidNS, Available: f.Namespaces, Detail: pidDetail})
+	eg := Protection{Name: ProtEgress, Available: f.Egress,
+		Detail: "granted hosts are reached only through the host's allowlisting proxy on the sandbox's own loopback; Landlock allows no other TCP connect"}
+	if !f.Egress {
+		eg.Detail = "unavailable: needs a root host with namespaces; tools whose grant lists hosts are refused"
+	}
+	ps = append(ps, eg)
 	rl := Protection{Name: ProtRlimits, Available: f.Prlimit != ""}
 	if rl.Available {
 		rl.Detail = "set by " + f.Prlimit + " before the interpreter starts: as/data, nproc, fsize, nofile, cpu"

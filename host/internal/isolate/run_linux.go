@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -41,12 +42,22 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 		// runtime terminates the thread when the goroutine returns.
 		runtime.LockOSThread()
 		cmd, err := c.command()
+		var port int
+		if err == nil && c.Egress != nil {
+			var l net.Listener
+			l, err = egressListener()
+			if err == nil {
+				defer l.Close()
+				port = l.Addr().(*net.TCPAddr).Port
+				cmd.Env = append(cmd.Env, c.Egress(l)...)
+			}
+		}
 		if err == nil && c.Landlock {
 			abi, aerr := landlockABI()
 			if aerr != nil {
 				err = fmt.Errorf("landlock: %w", aerr)
 			} else {
-				err = restrictThread(abi, c.Rules)
+				err = restrictThread(abi, c.Rules, port)
 			}
 		}
 		if err == nil {
@@ -134,8 +145,16 @@ func (c *Config) command() (*exec.Cmd, error) {
 		cmd.Stderr = io.Discard
 	}
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if c.Egress != nil && !c.Namespaces {
+		return nil, errors.New("egress needs namespaces")
+	}
 	if c.Namespaces {
-		attr.Cloneflags = syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+		attr.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+		if c.Egress == nil {
+			// With Egress the thread already moved into the network
+			// namespace the child inherits.
+			attr.Cloneflags |= syscall.CLONE_NEWNET
+		}
 		if os.Geteuid() != 0 {
 			attr.Cloneflags |= syscall.CLONE_NEWUSER
 		}
@@ -163,6 +182,38 @@ func (l Limits) prlimitArgs() []string {
 	add("nofile", l.OpenFiles)
 	add("cpu", l.CPUSeconds)
 	return a
+}
+
+// egressListener moves the calling (locked, doomed) thread into a new
+// network namespace, brings its loopback up and listens on it. The
+// listener's socket belongs to that namespace, so host goroutines on
+// other threads can accept on it while dialing out from the host's
+// namespace.
+func egressListener() (net.Listener, error) {
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		return nil, fmt.Errorf("egress: unshare network namespace: %w", err)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("egress: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return nil, fmt.Errorf("egress: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return nil, fmt.Errorf("egress: loopback flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return nil, fmt.Errorf("egress: loopback up: %w", err)
+	}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("egress: listen: %w", err)
+	}
+	return l, nil
 }
 
 // errNoPrlimit is returned by Probe's rlimit check when prlimit(1) is absent.

@@ -27,7 +27,7 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 	if c.Path == "" || !strings.HasPrefix(c.Path, "/") {
 		return Exit{}, fmt.Errorf("program path %q is not absolute", c.Path)
 	}
-	if c.Landlock || c.Namespaces || c.Prlimit != "" {
+	if c.Landlock || c.Namespaces || c.Prlimit != "" || c.Egress != nil {
 		return Exit{}, errNotLinux
 	}
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)

@@ -26,3 +26,11 @@ func InterpreterExe(r *Runner, lang string) (string, error) {
 	}
 	return in.exe, nil
 }
+
+// SimulateNoEgress makes r behave as on a host that cannot run the
+// egress proxy (not root).
+func SimulateNoEgress(r *Runner) (reset func()) {
+	saved := r.features
+	r.features.Egress = false
+	return func() { r.features = saved }
+}

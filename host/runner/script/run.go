@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/internal/isolate"
 	"github.com/agenthost/agenthost/host/internal/limitio"
+	"github.com/agenthost/agenthost/host/internal/netguard"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/runner"
@@ -113,6 +115,15 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		Stderr: logs,
 		UID:    uid,
 	}
+	var guard *netguard.Guard
+	if len(p.grant.Hosts) > 0 {
+		guard = netguard.ForGrant(p.grant, netguard.Options{Timeout: lim.Timeout, Logger: req.Logger})
+		cfg.Egress = func(l net.Listener) []string {
+			go func() { _ = guard.ServeProxy(l) }()
+			u := "http://" + l.Addr().String()
+			return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u, "ALL_PROXY=" + u, "AGENTHOST_PROXY=" + u}
+		}
+	}
 	f := p.r.features
 	if f.LandlockABI > 0 {
 		cfg.Landlock = true
@@ -130,6 +141,13 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	}
 	res := runner.Result{Output: stdout.Bytes(), Usage: abi.Usage{MemoryBytes: lim.MemoryBytes}}
 	res.Err = p.classify(ex, context.Cause(tctx), lim, time.Since(start), res.Output, logs)
+	if guard != nil && guard.Denials() > 0 {
+		last := guard.LastDenial()
+		logs.Add(fmt.Sprintf("network: %d request(s) refused by the egress proxy; last: %s", guard.Denials(), last.Message))
+		if res.Err != nil && res.Err.Code != abi.CodeTimeout && res.Err.Code != abi.CodeOutputLimit {
+			res.Err = abi.Errorf(abi.CodePermissionDenied, "%s (the tool then failed: %s)", last.Message, res.Err.Message)
+		}
+	}
 	if res.Err != nil {
 		res.Output = nil
 	}
@@ -162,7 +180,11 @@ func (p *prepared) classify(ex isolate.Exit, cause error, lim policy.Limits, too
 		if memoryExhausted(logs.Lines()) {
 			return abi.Errorf(abi.CodeMemoryLimit, "memory limit of %d MiB reached (exit status %d)", lim.MemoryBytes>>20, ex.Code)
 		}
-		return toolError(ex.Code, stdout, logs)
+		e := toolError(ex.Code, stdout, logs)
+		if refusedAccess(e.Message, logs.Lines()) {
+			e.Code = abi.CodePermissionDenied
+		}
+		return e
 	}
 	return nil
 }
@@ -188,6 +210,19 @@ func toolError(code int, stdout []byte, logs *limitio.Lines) *abi.Error {
 		msg += ": " + ls[len(ls)-1]
 	}
 	return abi.Errorf(abi.CodeToolError, "%s", msg)
+}
+
+// refusedAccess recognises the interpreters' reports of an access the
+// kernel refused (Landlock answers EACCES; the host is not told, so the
+// bridge reads the tool's own error).
+func refusedAccess(msg string, lines []string) bool {
+	for _, l := range append(lines, msg) {
+		if strings.Contains(l, "Permission denied") || strings.Contains(l, "EACCES") ||
+			strings.Contains(l, "Operation not permitted") || strings.Contains(l, "EPERM") {
+			return true
+		}
+	}
+	return false
 }
 
 // memoryExhausted recognises the interpreters' out-of-memory reports.

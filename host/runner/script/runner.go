@@ -122,7 +122,8 @@ func (r *Runner) Protections() []Protection {
 // fails with LOAD_ERROR for an invalid handler or a script path leaving
 // the tool's folder, and with PERMISSION_DENIED when the grant needs
 // isolation this machine cannot give and does not allow degraded runs,
-// or grants network hosts (see docs/SECURITY.md).
+// or grants network hosts on a machine that cannot enforce the allowlist
+// (see docs/SECURITY.md).
 func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy.Grant) (runner.Prepared, error) {
 	if tool == nil || grant == nil {
 		return nil, abi.Errorf(abi.CodeInternal, "script runner: nil tool or grant")
@@ -147,9 +148,9 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if len(grant.Mounts) > 0 {
 		return nil, fail(abi.CodeLoadError, "fileAccess.mounts maps guest paths for WASI guests; scripts see host paths, so mounts are refused rather than ignored")
 	}
-	if len(grant.Hosts) > 0 {
+	if len(grant.Hosts) > 0 && !r.features.Egress {
 		return nil, fail(abi.CodePermissionDenied,
-			"the grant lists network hosts, but the script bridge cannot yet enforce a host allowlist on a subprocess; it refuses to run the tool rather than give it an unfiltered network (docs/SECURITY.md, Script bridge)")
+			"the grant lists network hosts, but this host cannot enforce a host allowlist on a subprocess (the egress proxy needs a root host with namespaces); the tool is refused rather than given an unfiltered network (docs/SECURITY.md, Script bridge)")
 	}
 	missing := r.missingProtections()
 	if len(missing) > 0 && !grant.AllowDegraded {
@@ -176,7 +177,9 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 func (r *Runner) missingProtections() []string {
 	var m []string
 	for _, p := range r.features.Protections() {
-		if !p.Available {
+		// The egress proxy matters only to grants with hosts, checked
+		// on its own in Prepare.
+		if !p.Available && p.Name != isolate.ProtEgress {
 			m = append(m, p.Name+": "+p.Detail)
 		}
 	}

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -300,8 +303,8 @@ except PermissionError as e:
 			if tc.ok && res.Err != nil {
 				t.Fatalf("want success, got %v %q", res.Err, res.Logs)
 			}
-			if !tc.ok && (res.Err == nil || !strings.Contains(res.Err.Message, "Permission denied")) {
-				t.Fatalf("want a refused access, got %v output %s", res.Err, res.Output)
+			if !tc.ok && (!hasCode(res.Err, abi.CodePermissionDenied) || !strings.Contains(res.Err.Message, "Permission denied")) {
+				t.Fatalf("want PERMISSION_DENIED, got %v output %s", res.Err, res.Output)
 			}
 		})
 	}
@@ -352,15 +355,83 @@ s.on("error", e => console.log(JSON.stringify("refused: " + e.message)));
 	}
 }
 
-func TestNetworkGrantRefused(t *testing.T) {
+func TestNetworkAllowlist(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	requireLang(t, script.LangPython)
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "hello from the allowed host")
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	code := `import json, socket, sys, urllib.request
+a = json.load(sys.stdin)
+if a["mode"] == "direct":
+    try:
+        socket.create_connection(("127.0.0.1", a["port"]), timeout=2)
+        print(json.dumps("connected"))
+    except OSError as e:
+        print(json.dumps("refused: " + str(e)))
+else:
+    print(json.dumps(urllib.request.urlopen(a["url"], timeout=5).read().decode()))
+`
+	f := newFixture(t, script.LangPython, code)
+	f.grant.Hosts = []policy.HostRule{{Scheme: "http", Host: "127.0.0.1", Port: port}}
+	f.grant.AllowPrivate = true
+	p := prepare(t, r, f)
+	run := func(in map[string]any) runner.Result {
+		b, _ := json.Marshal(in)
+		return call(t, p, string(b))
+	}
+	res := run(map[string]any{"mode": "proxy", "url": srv.URL + "/x"})
+	if res.Err != nil || string(res.Output) != "\"hello from the allowed host\"\n" {
+		t.Fatalf("allowed host through the proxy: %v %q %q", res.Err, res.Output, res.Logs)
+	}
+	res = run(map[string]any{"mode": "proxy", "url": fmt.Sprintf("http://127.0.0.2:%d/", port)})
+	if !hasCode(res.Err, abi.CodePermissionDenied) || !strings.Contains(res.Err.Message, "127.0.0.2") {
+		t.Fatalf("host outside the allowlist: want PERMISSION_DENIED naming it, got %v %q", res.Err, res.Logs)
+	}
+	res = run(map[string]any{"mode": "direct", "port": port})
+	if res.Err != nil || !strings.HasPrefix(string(res.Output), `"refused`) {
+		t.Fatalf("direct connect bypassing the proxy: %v %s", res.Err, res.Output)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("the server saw %d requests, want only the allowed one", n)
+	}
+}
+
+func TestNetworkGrantRefusedWithoutEgress(t *testing.T) {
 	r := newRunner(t)
 	requireLang(t, script.LangPython)
+	defer script.SimulateNoEgress(r)()
 	f := newFixture(t, script.LangPython, pyEcho)
 	f.grant.Hosts = []policy.HostRule{{Host: "api.example.com"}}
+	f.grant.AllowDegraded = true // degraded isolation never means an unfiltered network
 	_, err := r.Prepare(context.Background(), f.tool, f.grant)
 	if !errors.Is(err, abi.ErrPermissionDenied) || !strings.Contains(err.Error(), "allowlist") {
 		t.Fatalf("want PERMISSION_DENIED about the allowlist, got %v", err)
 	}
+}
+
+func TestNetworkAllowlistPrivateRefused(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	requireLang(t, script.LangPython)
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	f := newFixture(t, script.LangPython, `import json, sys, urllib.request
+print(json.dumps(urllib.request.urlopen(json.load(sys.stdin)["url"], timeout=5).read().decode()))`)
+	// Allowlisted, but loopback without allowPrivateAddresses.
+	f.grant.Hosts = []policy.HostRule{{Scheme: "http", Host: "127.0.0.1", Port: port}}
+	res := call(t, prepare(t, r, f), fmt.Sprintf(`{"url":%q}`, srv.URL))
+	if !hasCode(res.Err, abi.CodePermissionDenied) || hits.Load() != 0 {
+		t.Fatalf("want PERMISSION_DENIED and no request, got %v, %d requests", res.Err, hits.Load())
+	}
+	mustSucceed(t, r, script.LangPython)
 }
 
 func TestForkBomb(t *testing.T) {
