@@ -79,7 +79,7 @@ func parse(s string, o Options) (*Result, *perr) {
 				for ls > i && bt-ls < 3 && s[ls-1] == ' ' {
 					ls--
 				}
-				if ls == 0 || s[ls-1] == '\n' {
+				if ls > i && s[ls-1] == '\n' { // i itself, if a line start, was checked already
 					i, lineStart = ls, true
 				} else {
 					i = bt
