@@ -13,9 +13,12 @@ import (
 )
 
 // result maps how a call ended to a Result (docs/RUNNER.md, "Error
-// codes"). ctx is the call's context; runErr what instantiate or _start
-// returned. A Go error is returned only when the caller cancelled ctx.
-func (p *prepared) result(ctx context.Context, c *call, runErr error) (runner.Result, error) {
+// codes"). runErr is what instantiate or _start returned, stopped the
+// cause of the call's context if it was done when the guest returned. A
+// limit that stopped the guest wins over how the guest ended: a guest
+// whose sleep was cut short by the deadline may still exit 0. A Go error
+// is returned only when the caller cancelled.
+func (p *prepared) result(c *call, runErr, stopped error) (runner.Result, error) {
 	memSize, memReached, memAsked := c.memory.state()
 	res := runner.Result{
 		Output: c.stdout.Bytes(),
@@ -24,20 +27,19 @@ func (p *prepared) result(ctx context.Context, c *call, runErr error) (runner.Re
 	var exit *sys.ExitError
 	isExit := errors.As(runErr, &exit)
 	failed := runErr != nil && !(isExit && exit.ExitCode() == 0)
-	cause := context.Cause(ctx)
 
 	var e *abi.Error
 	switch {
 	case c.stdout.Exceeded():
 		e = errorf(abi.CodeOutputLimit, "output is larger than the %d-byte cap", p.limits.MaxOutputBytes)
+	case errors.Is(stopped, errTimeout) || errors.Is(stopped, context.DeadlineExceeded):
+		e = errorf(abi.CodeTimeout, "the call ran longer than %s", p.limits.Timeout)
+	case errors.Is(stopped, errMemoryLimit) || failed && memReached:
+		e = errorf(abi.CodeMemoryLimit, "memory cap of %d bytes reached (the guest asked for %d)", p.limits.MemoryBytes, memAsked)
+	case stopped != nil:
+		return runner.Result{}, fmt.Errorf("call cancelled: %w", stopped)
 	case !failed:
 		// Success: exit 0 (or _start returned).
-	case errors.Is(cause, errTimeout) || errors.Is(cause, context.DeadlineExceeded):
-		e = errorf(abi.CodeTimeout, "the call ran longer than %s", p.limits.Timeout)
-	case memReached || errors.Is(cause, errMemoryLimit):
-		e = errorf(abi.CodeMemoryLimit, "memory cap of %d bytes reached (the guest asked for %d)", p.limits.MemoryBytes, memAsked)
-	case ctx.Err() != nil:
-		return runner.Result{}, fmt.Errorf("call cancelled: %w", cause)
 	case isExit:
 		e = runner.ExitFailure(exit.ExitCode(), res.Output, c.logs.Lines())
 	default:

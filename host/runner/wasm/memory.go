@@ -11,11 +11,14 @@ import (
 // calls share one runtime and its compiled modules (the runtime-wide
 // RuntimeConfig.WithMemoryLimitPages could only give one cap per runtime).
 // A memory.grow past the cap fails (returns -1 to the guest) and is
-// recorded, so the call reports MEMORY_LIMIT even if the guest then exits
-// non-zero or traps.
+// recorded, so the call reports MEMORY_LIMIT if the guest then fails in
+// any way (exits non-zero, traps, times out); a guest that copes with the
+// failed grow and exits 0 succeeds.
 type memoryCap struct {
-	limit   uint64
-	onReach func() // called once when the cap is first reached
+	limit uint64
+	// tooSmall is called when the module's initial memory is already
+	// above the cap; it stops the call before the guest runs.
+	tooSmall func()
 
 	mu      sync.Mutex
 	size    uint64 // current (= peak) linear memory size in bytes
@@ -32,11 +35,7 @@ func (m *memoryCap) grow(size uint64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if size > m.limit {
-		first := !m.reached
 		m.reached, m.asked = true, size
-		if first && m.onReach != nil {
-			m.onReach()
-		}
 		return false
 	}
 	if size > m.size {
@@ -63,10 +62,15 @@ type cappedMemory struct {
 // grow fails) past the cap. The first allocation (the module's initial
 // memory) is never refused, because wazero cannot fail it gracefully: an
 // initial memory above the cap is reported and the call is stopped
-// through onReach before the guest runs.
+// through tooSmall before the guest runs.
 func (c *cappedMemory) Reallocate(size uint64) []byte {
-	if !c.cap.grow(size) && c.buf != nil {
-		return nil
+	if !c.cap.grow(size) {
+		if c.buf != nil {
+			return nil
+		}
+		if c.cap.tooSmall != nil {
+			c.cap.tooSmall()
+		}
 	}
 	if size <= uint64(cap(c.buf)) {
 		c.buf = c.buf[:size]

@@ -110,7 +110,7 @@ func (p *prepared) newCall(stop context.CancelCauseFunc) (*call, error) {
 	c := &call{stop: stop, logs: limitio.NewLines(limitio.DefaultLogBytes)}
 	c.stdout = limitio.NewWriter(p.limits.MaxOutputBytes, func() { stop(errOutputLimit) })
 	c.denials = sandboxfs.NewDenials(c.logs.Add)
-	c.memory = &memoryCap{limit: p.limits.MemoryBytes, onReach: func() { stop(errMemoryLimit) }}
+	c.memory = &memoryCap{limit: p.limits.MemoryBytes, tooSmall: func() { stop(errMemoryLimit) }}
 	for _, m := range p.mounts {
 		cfg := m.cfg
 		cfg.Checker, cfg.Denials = p.checker, c.denials
@@ -153,6 +153,9 @@ func (c *call) close() error {
 
 // Run implements runner.Prepared.
 func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+	if p.r.isClosed() {
+		return runner.Result{}, fmt.Errorf("wasm run %s: runner closed", p.toolID)
+	}
 	ctx, stop, release := callContext(ctx, p.limits.Timeout)
 	defer release()
 	c, err := p.newCall(stop)
@@ -164,12 +167,17 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	mod, runErr := p.instantiate(ctx, p.moduleConfig(ctx, c, req.Input))
 	if runErr == nil {
 		runErr = p.start(ctx, mod)
+	}
+	// Read why the call was stopped (nil if it was not) before cleanup
+	// time can count against the deadline.
+	stopped := context.Cause(ctx)
+	if mod != nil {
 		p.closeModule(mod)
 	}
 	if err := c.close(); err != nil {
 		p.logger.Warn("cleanup after call", "error", err)
 	}
-	res, err := p.result(ctx, c, runErr)
+	res, err := p.result(c, runErr, stopped)
 	if err != nil {
 		return runner.Result{}, fmt.Errorf("wasm run %s: %w", p.toolID, err)
 	}

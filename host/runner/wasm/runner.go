@@ -120,6 +120,12 @@ func (r *Runner) Close(ctx context.Context) error {
 	return nil
 }
 
+func (r *Runner) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
 // Prepare implements runner.Runner: it checks that tool is a wasi-command
 // module whose path stays in its folder, that its digest matches, that
 // the grant is one this runner can enforce, and compiles the module (once

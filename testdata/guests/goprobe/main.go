@@ -3,7 +3,7 @@
 //	{"ops":[{"op":"read","path":"/etc/passwd"}, ...], "strict":true}
 //
 // Each op is one of read, write (data), append (data), list, stat, mkdir,
-// remove, rename (to), symlink (to = target), env (path = variable name,
+// remove, rename (to), symlink (to = target), now, args, env (path = variable name,
 // "" lists all), sleep (ms), panic, alloc (mb, retained until the
 // runtime runs out of memory), exit (code). It prints
 // {"results":[{"ok":..,"data":..,"err":..}]}. With strict, the first
@@ -87,6 +87,8 @@ func run(o op) (string, error) {
 		env := os.Environ()
 		sort.Strings(env)
 		return strings.Join(env, ","), nil
+	case "now":
+		return time.Now().UTC().Format(time.RFC3339Nano), nil
 	case "args":
 		return strings.Join(os.Args, " "), nil
 	case "sleep":
