@@ -78,7 +78,10 @@ func fetch(a args) (result, error) {
 	if len(body) > max {
 		body = body[:max]
 		// Do not cut a UTF-8 sequence in half.
-		for len(body) > 0 && !utf8.Valid(body[len(body)-min(len(body), 3):]) {
+		for i := 0; i < utf8.UTFMax && len(body) > 0; i++ {
+			if r, size := utf8.DecodeLastRune(body); r != utf8.RuneError || size > 1 {
+				break
+			}
 			body = body[:len(body)-1]
 		}
 		out.Truncated = true
