@@ -2,6 +2,7 @@ package meter_test
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 //	                    WithCloseOnContextDone(true) and a deadline
 //
 // Run them with -benchtime=1x -count=5 (one op is a whole guest run) and
-// compare medians.
+// compare medians. Besides wall time they report cpu-ns/op, the process's
+// CPU time per run, which other processes on a shared machine disturb
+// far less.
 
 const benchTimeout = 10 * time.Minute
 
@@ -49,6 +52,7 @@ func benchInterruption(b *testing.B, g benchGuest) {
 		c := compile(b, tc.r, tc.wasm)
 		b.Run(tc.name, func(b *testing.B) {
 			var fuel uint64
+			cpu0 := cpuTime()
 			for b.Loop() {
 				ctx := context.Background()
 				if tc.name != "unlimited" {
@@ -68,11 +72,23 @@ func benchInterruption(b *testing.B, g benchGuest) {
 					fuel = bud.Used()
 				}
 			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 			if fuel > 0 {
 				b.ReportMetric(float64(fuel), "fuel/op")
 			}
 		})
 	}
+}
+
+// cpuTime returns the process's user and system CPU time in
+// nanoseconds. On a shared machine it is a steadier measure of a guest run
+// than wall time, which includes the time other processes held the CPU.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 func commandRun(want string, args ...string) func(context.Context, wazero.Runtime, wazero.CompiledModule) error {
