@@ -83,13 +83,8 @@ func (p *parser) run(body int) (int, *perr) {
 	for i < lim && err == nil {
 		switch s[i] {
 		case '<':
-			if i+1 >= lim {
-				if p.cut {
-					return i, p.eof(i, "")
-				}
-				err = p.text(i, "<", false)
-				i++
-				continue
+			if i+1 >= lim { // a '<' ending the output is a cut-off tag (rule 6)
+				return i, p.eof(i, "a tag")
 			}
 			switch n := s[i+1]; {
 			case n == '/':
