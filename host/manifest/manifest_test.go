@@ -259,8 +259,18 @@ func TestValidate_goLiteral(t *testing.T) {
 	}
 	bad := *tool
 	bad.Handler.Module = "x.wasm"
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "does not apply") {
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "not allowed") {
 		t.Errorf("module on a service-method: %v", err)
+	}
+	long := *tool
+	long.DisplayName = strings.Repeat("x", 201)
+	if err := long.Validate(); err == nil || !strings.Contains(err.Error(), "/displayName") {
+		t.Errorf("over-long displayName: %v", err)
+	}
+	broken := *tool
+	broken.Parameters = json.RawMessage(`{"type":`)
+	if err := broken.Validate(); err == nil {
+		t.Error("invalid parameters JSON accepted")
 	}
 }
 

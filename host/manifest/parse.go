@@ -76,7 +76,7 @@ func Parse(data []byte, path string) (*Tool, error) {
 	if path != "" {
 		t.Path, t.Dir = path, filepath.Dir(path)
 	}
-	if err := t.Validate(); err != nil {
+	if err := t.validate(false); err != nil {
 		return nil, err
 	}
 	return t, nil

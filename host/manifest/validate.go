@@ -66,6 +66,30 @@ var reservedGuestPaths = []string{"/workspace", "/tool", "/cache", "/tmp"}
 // service-method tool) calls it, or lets registry.Add call it, before the
 // tool is shared. It checks no files; see [Load].
 func (t *Tool) Validate() error {
+	return t.validate(true)
+}
+
+// validate implements Validate. withSchema also checks t, re-encoded, against
+// the manifest JSON Schema, so a Tool built in Go meets the same limits as a
+// file (Parse has already checked the file's bytes and passes false).
+func (t *Tool) validate(withSchema bool) error {
+	if withSchema {
+		raw, err := json.Marshal(t)
+		if err != nil {
+			return newError(t.Path, "", "cannot encode the tool", err)
+		}
+		doc, err := decodeJSON(raw)
+		if err != nil {
+			return newError(t.Path, "", "cannot encode the tool", err)
+		}
+		ms, err := manifestSchema()
+		if err != nil {
+			return fmt.Errorf("compile the embedded manifest schema: %w", err)
+		}
+		if aerr := ms.Validate(doc); aerr != nil {
+			return schemaError(t.Path, aerr)
+		}
+	}
 	fail := func(ptr, format string, args ...any) error {
 		return newError(t.Path, ptr, fmt.Sprintf(format, args...), nil)
 	}
