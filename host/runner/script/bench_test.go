@@ -6,10 +6,44 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/runner"
+	"github.com/agenthost/agenthost/host/runner/wasm"
 	"github.com/agenthost/agenthost/host/runner/script"
 )
+
+// BenchmarkWasmEcho is the reference for the bridge: the JSON echo tool
+// of toolpacks/core as a WASM guest (Go, wasi-command) through the WASM
+// runner, a fresh instance per call.
+func BenchmarkWasmEcho(b *testing.B) {
+	ctx := context.Background()
+	tool, err := manifest.Load(filepath.Join("..", "..", "..", "toolpacks", "core", "echo.tool.json"))
+	if err != nil {
+		b.Skipf("core:echo toolpack unavailable: %v", err)
+	}
+	wr, err := wasm.New(ctx, wasm.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer wr.Close(ctx)
+	grant := &policy.Grant{ToolID: tool.ToolID, Workspace: b.TempDir(), ToolDir: tool.Dir,
+		Limits: policy.Limits{Timeout: 10 * time.Second, MemoryBytes: 256 << 20, MaxOutputBytes: 1 << 20}}
+	p, err := wr.Prepare(ctx, tool, grant)
+	if err != nil {
+		b.Fatal(err)
+	}
+	input := []byte(`{"a":1,"b":"two"}`)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := p.Run(ctx, runner.Request{Input: input})
+		if err != nil || res.Err != nil {
+			b.Fatal(err, res.Err)
+		}
+	}
+}
 
 // BenchmarkBridge compares one call through the bridge (fresh $TMP,
 // Landlock, namespaces, prlimit, scrubbed env, capped output) with a bare

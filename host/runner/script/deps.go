@@ -83,6 +83,7 @@ func (r *Runner) installDeps(ctx context.Context, toolID, toolDir, lang string, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create dependency cache: %w", err)
 	}
+	r.log.Debug("installing script dependencies", "tool", toolID, "kind", kind, "dir", dir)
 	ictx, cancel := context.WithTimeout(ctx, installTimeout)
 	defer cancel()
 	var ierr error

@@ -22,7 +22,8 @@ import (
 
 // Options configures a [Runner]. The zero value is valid.
 type Options struct {
-	// Logger receives diagnostics; nil means silent.
+	// Logger receives diagnostics (dependency installs); nil means
+	// silent. The caller names it (the host uses "runner.script").
 	Logger hclog.Logger
 	// CacheDir holds the per-tool dependency caches (npm installs and
 	// venvs). Empty means <user cache dir>/agenthost/scripts.
@@ -90,7 +91,7 @@ func New(opts Options) (*Runner, error) {
 		return nil, fmt.Errorf("script runner: cache dir: %w", err)
 	}
 	r := &Runner{
-		log:      log.Named("runner.script"),
+		log:      log,
 		cacheDir: abs,
 		features: isolate.Probe(),
 		interps:  &interpreters{found: map[string]*interpreter{}, errs: map[string]error{}, lookPath: exec.LookPath},
