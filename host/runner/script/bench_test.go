@@ -11,8 +11,8 @@ import (
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/runner"
-	"github.com/agenthost/agenthost/host/runner/wasm"
 	"github.com/agenthost/agenthost/host/runner/script"
+	"github.com/agenthost/agenthost/host/runner/wasm"
 )
 
 // BenchmarkWasmEcho is the reference for the bridge: the JSON echo tool
