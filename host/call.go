@@ -1,0 +1,192 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/runner"
+	"github.com/agenthost/agenthost/host/schema"
+)
+
+// Call runs the tool id ("id" or "id@version") with args, a JSON object
+// (empty or null means {}). It always returns an envelope: bad arguments,
+// unknown tools and every tool failure are failure envelopes with a SPEC §6
+// code, never a Go error or a panic.
+func (h *Host) Call(ctx context.Context, id string, args json.RawMessage) abi.Envelope {
+	start := time.Now()
+	t, err := h.reg.Lookup(id)
+	if err != nil {
+		return finish(failure(id, err), start)
+	}
+	var v any
+	if len(bytes.TrimSpace(args)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return finish(abi.Failure(t.ToolID, abi.Errorf(abi.CodeInvalidArguments, "arguments are not valid JSON: %s", err.Error())), start)
+		}
+		if dec.More() {
+			return finish(abi.Failure(t.ToolID, abi.Errorf(abi.CodeInvalidArguments, "arguments hold more than one JSON value")), start)
+		}
+	}
+	return finish(h.call(ctx, t, v), start)
+}
+
+// CallArgs runs tool id with arguments already decoded (for example from
+// an ACTION block, where every leaf is a string): they are coerced by the
+// tool's parameter schema before validation.
+func (h *Host) CallArgs(ctx context.Context, id string, args map[string]any) abi.Envelope {
+	start := time.Now()
+	t, err := h.reg.Lookup(id)
+	if err != nil {
+		return finish(failure(id, err), start)
+	}
+	var v any
+	if args != nil {
+		v = args
+	}
+	return finish(h.call(ctx, t, v), start)
+}
+
+// call is the shared pipeline: grant, coerce, validate, run, check output.
+func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelope {
+	input, aerr := arguments(t, args)
+	if aerr != nil {
+		return abi.Failure(t.ToolID, aerr)
+	}
+	p := h.prepare(ctx, t)
+	if p.grant.Denied {
+		return abi.Failure(t.ToolID, abi.Errorf(abi.CodePermissionDenied, "the operator's policy denies tool %s", t.ToolID))
+	}
+	if p.err != nil {
+		return abi.Failure(t.ToolID, p.err)
+	}
+	log := h.log.With("tool", t.ToolID)
+	res, err := p.run.Run(ctx, runner.Request{Input: input, Logger: log})
+	if err != nil {
+		log.Error("runner failed", "error", err)
+		return abi.Failure(t.ToolID, abi.Errorf(abi.CodeInternal, "host error running %s: %s", t.ToolID, err.Error()))
+	}
+	env := abi.Envelope{ToolID: t.ToolID, Status: abi.StatusSuccess, Output: json.RawMessage("null"), Logs: res.Logs, Usage: res.Usage}
+	if env.Logs == nil {
+		env.Logs = []string{}
+	}
+	if res.Err != nil {
+		env.Status, env.Error = abi.StatusFailure, res.Err
+		return env
+	}
+	out, oerr := output(t, res.Output)
+	if oerr != nil {
+		env.Status, env.Error = abi.StatusFailure, oerr
+		return env
+	}
+	env.Output = out
+	return env
+}
+
+// arguments coerces and validates args against the tool's parameters and
+// returns them as compact JSON with sorted keys (SPEC §5).
+func arguments(t *manifest.Tool, args any) ([]byte, *abi.Error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	if s := t.ParametersSchema(); s != nil {
+		args = s.Coerce(args)
+		if err := s.Validate(args); err != nil {
+			return nil, err
+		}
+	} else if _, ok := args.(map[string]any); !ok {
+		return nil, abi.Errorf(abi.CodeInvalidArguments, "arguments must be a JSON object, got %s", jsonType(args))
+	}
+	b, err := schema.Canonical(args)
+	if err != nil {
+		return nil, abi.Errorf(abi.CodeInvalidArguments, "arguments cannot be encoded: %s", err.Error())
+	}
+	return b, nil
+}
+
+// output turns the runner's raw bytes into the envelope's output:
+// text mode wraps them in a JSON string; json mode requires one JSON value
+// (empty = null); the output schema, when present, must hold.
+func output(t *manifest.Tool, raw []byte) (json.RawMessage, *abi.Error) {
+	var out json.RawMessage
+	switch {
+	case t.Handler.OutputFormat == manifest.OutputText:
+		b, err := json.Marshal(string(raw))
+		if err != nil {
+			return nil, abi.Errorf(abi.CodeInvalidOutput, "output cannot be encoded as a JSON string: %s", err.Error())
+		}
+		out = b
+	case len(bytes.TrimSpace(raw)) == 0:
+		out = json.RawMessage("null")
+	default:
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, bytes.TrimSpace(raw)); err != nil {
+			return nil, abi.Errorf(abi.CodeInvalidOutput, "tool output is not valid JSON: %s", err.Error()).
+				WithDetails(map[string]any{"outputPrefix": prefix(raw, 200)})
+		}
+		out = buf.Bytes()
+	}
+	if s := t.OutputSchema(); s != nil {
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(out))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return nil, abi.Errorf(abi.CodeInvalidOutput, "tool output cannot be decoded: %s", err.Error())
+		}
+		if err := s.Validate(v); err != nil {
+			return nil, abi.Errorf(abi.CodeInvalidOutput, "tool output does not match its output schema: %s", err.Message).WithDetails(err.Details)
+		}
+	}
+	return out, nil
+}
+
+func prefix(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(bytes.ToValidUTF8(b, []byte("\uFFFD")))
+}
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case []any:
+		return "an array"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// failure maps a lookup error to a failure envelope.
+func failure(id string, err error) abi.Envelope {
+	return abi.Failure(id, asABIError(err))
+}
+
+func asABIError(err error) *abi.Error {
+	if ae, ok := err.(*abi.Error); ok {
+		return ae
+	}
+	var ae *abi.Error
+	if errors.As(err, &ae) {
+		return abi.Errorf(ae.Code, "%s", err.Error())
+	}
+	return abi.Errorf(abi.CodeInternal, "%s", err.Error())
+}
+
+func finish(env abi.Envelope, start time.Time) abi.Envelope {
+	env.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+	return env
+}

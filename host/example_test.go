@@ -1,0 +1,54 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"runtime"
+
+	"github.com/agenthost/agenthost/host"
+)
+
+// toolpacks is the repository's toolpacks folder (built by `make toolpacks`).
+func toolpacks() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "toolpacks")
+}
+
+func ExampleHost_Call() {
+	ctx := context.Background()
+	h, err := host.New(ctx, host.Options{Dirs: []string{toolpacks()}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close(ctx)
+	env := h.Call(ctx, "core:echo", json.RawMessage(`{"greeting":"hello"}`))
+	fmt.Println(env.Status, string(env.Output))
+	// Output:
+	// success {"greeting":"hello"}
+}
+
+func ExampleHost_Exec() {
+	ctx := context.Background()
+	h, err := host.New(ctx, host.Options{Dirs: []string{toolpacks()}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close(ctx)
+	turn := h.Exec(ctx, `I will echo the names.
+<ACTION>
+  <core:echo><names><item>Alice</item><item>Bob</item></names></core:echo>
+  <core:ecko/>
+</ACTION>`)
+	fmt.Println(turn.ResponseText)
+	fmt.Println(turn.Status)
+	fmt.Println(turn.Observation)
+	// Output:
+	// I will echo the names.
+	// partial
+	// Observation: Tool core:echo executed successfully. Result: {"names":["Alice","Bob"]}
+	// Observation: Error - Unknown tool 'core:ecko': unknown tool 'core:ecko'; did you mean 'core:echo'?
+}

@@ -1,0 +1,227 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/registry"
+	"github.com/agenthost/agenthost/host/runner"
+	"github.com/agenthost/agenthost/host/runner/extism"
+	"github.com/agenthost/agenthost/host/runner/script"
+	"github.com/agenthost/agenthost/host/runner/wasm"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Host loads tools and runs calls. It is safe for concurrent use.
+type Host struct {
+	opts    Options
+	log     hclog.Logger
+	policy  *policy.Policy
+	reg     *registry.Registry
+	runners map[string]runner.Runner
+	closers []func(context.Context) error
+
+	mu       sync.Mutex
+	prepared map[*manifest.Tool]*prepared
+}
+
+// prepared is a tool's grant and its prepared runner, built once on first
+// use; a failure is remembered so it is not retried on every call.
+type prepared struct {
+	once  sync.Once
+	grant *policy.Grant
+	run   runner.Prepared
+	err   *abi.Error
+}
+
+// New builds a host from opts and loads opts.Dirs. A toolpack folder that
+// cannot be read is an error; a broken manifest inside one is not: it is
+// reported by [Host.Failures] and calls to it give LOAD_ERROR.
+func New(ctx context.Context, opts Options) (*Host, error) {
+	h := &Host{opts: opts, log: opts.Logger, policy: opts.Policy, reg: registry.New(), prepared: map[*manifest.Tool]*prepared{}}
+	h.opts.Dirs = append([]string(nil), opts.Dirs...)
+	if h.log == nil {
+		h.log = hclog.NewNullLogger()
+	}
+	if h.policy == nil {
+		h.policy = policy.Default()
+	}
+	if h.opts.LookupEnv == nil {
+		h.opts.LookupEnv = os.LookupEnv
+	}
+	cacheDir, err := h.cacheDir()
+	if err != nil {
+		return nil, err
+	}
+	h.opts.CacheDir = cacheDir
+	if err := h.startRunners(ctx); err != nil {
+		_ = h.Close(ctx)
+		return nil, err
+	}
+	for _, dir := range h.opts.Dirs {
+		if err := h.Load(dir); err != nil {
+			_ = h.Close(ctx)
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+func (h *Host) cacheDir() (string, error) {
+	dir := h.opts.CacheDir
+	if dir == "" {
+		dir = h.policy.CacheDir
+	}
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		dir = filepath.Join(base, "agenthost")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("host cache dir: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", fmt.Errorf("host cache dir: %w", err)
+	}
+	return abs, nil
+}
+
+// Runner keys: handler.type, plus ":"+abi for wasm.
+const (
+	keyWasiCommand = manifest.HandlerWasm + ":" + manifest.ABIWasiCommand
+	keyExtism      = manifest.HandlerWasm + ":" + manifest.ABIExtism
+	keyScript      = manifest.HandlerScript
+)
+
+func runnerKey(t *manifest.Tool) string {
+	if t.Handler.Type == manifest.HandlerWasm {
+		return t.Handler.Type + ":" + t.Handler.ABI
+	}
+	return t.Handler.Type
+}
+
+// startRunners builds the runner set from a map keyed by handler type; no
+// global registration.
+func (h *Host) startRunners(ctx context.Context) error {
+	wr, err := wasm.New(ctx, wasm.Options{Logger: h.log.Named("runner.wasm"), CacheDir: filepath.Join(h.opts.CacheDir, "wazero")})
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	h.closers = append(h.closers, wr.Close)
+	er, err := extism.New(ctx, extism.Options{Logger: h.log.Named("runner.extism"), CacheDir: filepath.Join(h.opts.CacheDir, "wazero")})
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	h.closers = append(h.closers, er.Close)
+	sr, err := script.New(script.Options{Logger: h.log.Named("runner.script"), CacheDir: filepath.Join(h.opts.CacheDir, "scripts")})
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	h.runners = map[string]runner.Runner{keyWasiCommand: wr, keyExtism: er, keyScript: sr}
+	return nil
+}
+
+// Load scans dir recursively for *.tool.json manifests and adds them. It
+// fails only when dir itself cannot be read.
+func (h *Host) Load(dir string) error {
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("load toolpack %s: %w", dir, err)
+	}
+	n, failures := h.reg.LoadDir(dir)
+	h.log.Debug("loaded toolpack", "dir", dir, "tools", n, "failures", len(failures))
+	for _, f := range failures {
+		h.log.Warn("tool failed to load", "path", f.Path, "tool", f.ToolID, "error", f.Err)
+	}
+	return nil
+}
+
+// Tools returns the loaded tools (the highest version of each ID), sorted
+// by ID.
+func (h *Host) Tools() []*manifest.Tool { return h.reg.Tools() }
+
+// Tool returns the tool with the given ID ("id" or "id@version"). Its error
+// is an *abi.Error: UNKNOWN_TOOL with suggestions, or LOAD_ERROR.
+func (h *Host) Tool(id string) (*manifest.Tool, error) { return h.reg.Lookup(id) }
+
+// Failures lists the manifests that failed to load.
+func (h *Host) Failures() []registry.Failure { return h.reg.Failures() }
+
+// Policy returns the policy the host applies.
+func (h *Host) Policy() *policy.Policy { return h.policy }
+
+// Grant returns the effective grant of the tool with the given ID.
+func (h *Host) Grant(id string) (*policy.Grant, error) {
+	t, err := h.reg.Lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	return h.grant(t), nil
+}
+
+func (h *Host) grant(t *manifest.Tool) *policy.Grant {
+	return h.policy.Grant(t, h.opts.LookupEnv)
+}
+
+// prepare returns the tool's grant and prepared runner, building them once.
+func (h *Host) prepare(ctx context.Context, t *manifest.Tool) *prepared {
+	h.mu.Lock()
+	p := h.prepared[t]
+	if p == nil {
+		p = &prepared{}
+		h.prepared[t] = p
+	}
+	h.mu.Unlock()
+	p.once.Do(func() {
+		p.grant = h.grant(t)
+		if p.grant.Denied {
+			return
+		}
+		r, ok := h.runners[runnerKey(t)]
+		if !ok {
+			p.err = abi.Errorf(abi.CodeLoadError, "tool %s: handler %q is not supported by this host", t.ToolID, runnerKey(t))
+			return
+		}
+		run, err := r.Prepare(ctx, t, p.grant)
+		if err != nil {
+			p.err = asLoadError(t.ToolID, err)
+			return
+		}
+		p.run = run
+	})
+	return p
+}
+
+// asLoadError maps a Prepare error to an *abi.Error, keeping its code when
+// the chain carries one.
+func asLoadError(id string, err error) *abi.Error {
+	var ae *abi.Error
+	if errors.As(err, &ae) {
+		if ae.Message == "" {
+			return abi.Errorf(ae.Code, "tool %s: %s", id, err.Error())
+		}
+		if ae.Code != abi.CodeLoadError {
+			return ae
+		}
+	}
+	return abi.Errorf(abi.CodeLoadError, "tool %s failed to load: %s", id, err.Error())
+}
+
+// Close releases the runners and their compiled modules.
+func (h *Host) Close(ctx context.Context) error {
+	var errs []error
+	for _, c := range h.closers {
+		errs = append(errs, c(ctx))
+	}
+	h.closers = nil
+	return errors.Join(errs...)
+}
