@@ -59,8 +59,8 @@ func (p *Policy) Grant(t *manifest.Tool, env func(string) (string, bool)) *Grant
 	if sc == nil {
 		sc = &manifest.SecurityContext{}
 	}
-	g.Limits = p.grantLimits(g, tp.Limits, sc.Limits)
 	if tp.Deny {
+		g.Limits = p.grantLimits(g, tp.Limits, sc.Limits)
 		g.Denied = true
 		g.Read, g.Write = nil, nil
 		g.Denials = []Denial{{Capability: CapTool, Requested: t.ToolID, Reason: "the policy denies this tool (tools." + t.ToolID + ".deny)"}}
@@ -109,6 +109,7 @@ func (p *Policy) Grant(t *manifest.Tool, env func(string) (string, bool)) *Grant
 		g.AllowPrivate = private && len(g.Hosts) > 0
 	}
 	g.grantEnv(sc.Env, envC, envWhere, env)
+	g.Limits = p.grantLimits(g, tp.Limits, sc.Limits)
 	g.Config = mergeConfig(t.Handler.Config, tp.Config)
 	return g
 }
@@ -319,7 +320,7 @@ func (g *Grant) addHost(r HostRule) {
 func (g *Grant) grantEnv(req, ceiling []string, where string, lookup func(string) (string, bool)) {
 	for _, name := range req {
 		switch {
-		case !envNamePattern.MatchString(name):
+		case !validEnvName(name):
 			g.Denials = append(g.Denials, Denial{Capability: CapEnv, Requested: name, Reason: "not an environment variable name"})
 		case !slices.Contains(ceiling, name):
 			g.Denials = append(g.Denials, Denial{Capability: CapEnv, Requested: name, Reason: "not listed in " + where})
@@ -443,6 +444,14 @@ func toolCacheDir(cacheDir, id string) string {
 }
 
 func sanitizeSegment(s string) string {
+	clean := s != "" && s[0] != '.'
+	for i := 0; clean && i < len(s); i++ {
+		c := s[i]
+		clean = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+	}
+	if clean {
+		return s
+	}
 	b := []byte(s)
 	for i, c := range b {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {

@@ -95,8 +95,12 @@ func normalizeHostGlob(h string) (string, error) {
 	if h == "*" {
 		return h, nil
 	}
-	if a, err := netip.ParseAddr(h); err == nil {
-		if !a.Is4() {
+	if looksLikeIP(h) {
+		a, err := netip.ParseAddr(h)
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("%q is neither an IP address nor a host name", h)
+		case !a.Is4():
 			return "", errors.New("write an IPv6 address in brackets")
 		}
 		return a.String(), nil
@@ -111,7 +115,7 @@ func normalizeHostGlob(h string) (string, error) {
 	return h, nil
 }
 
-// validDNSName checks a lower-case ASCII host name: labels of 1–63
+// validDNSName checks an ASCII host name: labels of 1–63
 // letters, digits, "-" or "_", not starting or ending with "-", 253 bytes
 // at most, and a last label that is not a number (so "127.1",
 // "2130706433" or "0x7f000001", which inet_aton reads as addresses, are no
@@ -126,7 +130,7 @@ func validDNSName(s string) bool {
 		if i < len(s) && s[i] != '.' {
 			c := s[i]
 			switch {
-			case c >= 'a' && c <= 'z', c == '_', c == '-':
+			case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_', c == '-':
 				allDigits = false
 			case c >= '0' && c <= '9':
 			default:
@@ -150,12 +154,12 @@ func validDNSName(s string) bool {
 // isHexNumber reports whether label is "0x" followed by hex digits, a
 // number to inet_aton.
 func isHexNumber(label string) bool {
-	if len(label) < 2 || label[0] != '0' || label[1] != 'x' {
+	if len(label) < 2 || label[0] != '0' || label[1] != 'x' && label[1] != 'X' {
 		return false
 	}
 	for i := 2; i < len(label); i++ {
 		c := label[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
 			return false
 		}
 	}
@@ -221,6 +225,9 @@ func (r HostRule) matchesScheme(scheme string, port int) bool {
 func (r HostRule) matchesName(host string, ip netip.Addr, isIP bool) bool {
 	rh := r.Host
 	if isIP {
+		if !looksLikeIP(rh) {
+			return false
+		}
 		a, err := netip.ParseAddr(rh)
 		return err == nil && a == ip
 	}
@@ -257,14 +264,19 @@ func (g *Grant) AllowsHost(scheme, host string, port int) bool {
 	if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
 		host = host[1 : len(host)-1]
 	}
-	ip, err := netip.ParseAddr(host)
-	isIP := err == nil
+	var ip netip.Addr
+	isIP := looksLikeIP(host)
 	if isIP {
+		a, err := netip.ParseAddr(host)
+		if err != nil {
+			return false
+		}
+		ip = a
 		if ip.Zone() != "" {
 			return false
 		}
 		ip = ip.Unmap()
-	} else if !validDNSNameFold(host) {
+	} else if !validDNSName(host) {
 		return false
 	}
 	for i := range g.Hosts {
@@ -276,15 +288,23 @@ func (g *Grant) AllowsHost(scheme, host string, port int) bool {
 	return false
 }
 
-// validDNSNameFold is validDNSName for a name that may contain upper-case
-// letters, without allocating.
-func validDNSNameFold(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 'A' && c <= 'Z' {
-			return validDNSName(strings.ToLower(s))
+// looksLikeIP reports whether host can only be an IP literal: it has a
+// colon, or only digits and dots. (A name whose last label is numeric is
+// refused by validDNSName anyway.)
+func looksLikeIP(host string) bool {
+	if host == "" {
+		return false
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if c == ':' {
+			return true
+		}
+		if c != '.' && (c < '0' || c > '9') {
+			return false
 		}
 	}
-	return validDNSName(s)
+	return true
 }
 
 // covers reports whether every (scheme, host, port) admitted by r is
@@ -351,15 +371,7 @@ func intersectHostNames(a, b string) (string, bool) {
 	if a == b {
 		return a, true
 	}
-	aIP := netip.Addr{}
-	if ip, err := netip.ParseAddr(a); err == nil {
-		aIP = ip
-	}
-	bIP := netip.Addr{}
-	if ip, err := netip.ParseAddr(b); err == nil {
-		bIP = ip
-	}
-	if aIP.IsValid() || bIP.IsValid() {
+	if looksLikeIP(a) || looksLikeIP(b) {
 		return "", false // an IP literal matches only itself
 	}
 	if hostGlobCovers(b, a) {

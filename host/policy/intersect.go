@@ -112,7 +112,7 @@ func intersectPatterns(a, b string) (out []string, ok bool) {
 	if patternSubset(b, a) {
 		return []string{b}, true
 	}
-	x := &intersector{a: strings.Split(a, "/"), b: strings.Split(b, "/")}
+	x := &intersector{a: strings.Split(a, "/"), b: strings.Split(b, "/"), segs: map[[2]int][]string{}}
 	x.walk(0, 0, nil)
 	if x.overflow {
 		return nil, false
@@ -127,7 +127,8 @@ func intersectPatterns(a, b string) (out []string, ok bool) {
 type intersector struct {
 	a, b     []string
 	out      []string
-	steps    int
+	segs     map[[2]int][]string // intersections of a[i] and b[j]
+	steps    int                 // shared with the segment-level searches
 	overflow bool
 }
 
@@ -162,10 +163,15 @@ func (x *intersector) walk(i, j int, acc []string) {
 			x.walk(i+1, j, append(acc, x.a[i]))
 		}
 	case ai && bj:
-		segs, ok := intersectSegments(x.a[i], x.b[j])
-		if !ok {
-			x.overflow = true
-			return
+		segs, seen := x.segs[[2]int{i, j}]
+		if !seen {
+			var ok bool
+			segs, ok = intersectSegments(x.a[i], x.b[j], &x.steps)
+			if !ok {
+				x.overflow = true
+				return
+			}
+			x.segs[[2]int{i, j}] = segs
 		}
 		for _, s := range segs {
 			x.walk(i+1, j+1, append(acc, s))
@@ -196,21 +202,24 @@ func (x *intersector) emit(acc []string) {
 }
 
 // intersectSegments is intersectPatterns for single segments, over the
-// characters of "*", "?" and literals.
-func intersectSegments(a, b string) (out []string, ok bool) {
+// characters of "*", "?" and literals. steps is the shared work budget.
+func intersectSegments(a, b string, steps *int) (out []string, ok bool) {
 	if segmentSubset(a, b) {
 		return []string{a}, true
 	}
 	if segmentSubset(b, a) {
 		return []string{b}, true
 	}
-	x := &segIntersector{a: segTokens(a), b: segTokens(b)}
+	x := &segIntersector{a: segTokens(a), b: segTokens(b), steps: steps}
 	x.walk(0, 0, nil)
 	if x.overflow {
 		return nil, false
 	}
 	var res []string
 	for _, s := range x.out {
+		if s == "." || s == ".." {
+			continue // no clean name has such a segment
+		}
 		dup := false
 		for _, r := range res {
 			if segmentSubset(s, r) {
@@ -244,7 +253,7 @@ func segTokens(s string) []string {
 type segIntersector struct {
 	a, b     []string
 	out      []string
-	steps    int
+	steps    *int
 	overflow bool
 }
 
@@ -252,7 +261,7 @@ func (x *segIntersector) walk(i, j int, acc []string) {
 	if x.overflow {
 		return
 	}
-	if x.steps++; x.steps > maxIntersectSteps {
+	if *x.steps++; *x.steps > maxIntersectSteps {
 		x.overflow = true
 		return
 	}

@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 	"sigs.k8s.io/yaml"
@@ -192,15 +194,15 @@ func validateSchema(doc []byte, name string) error {
 		return err
 	}
 	printer := message.NewPrinter(language.English)
-	var leaves []*jsonschema.ValidationError
-	collectLeaves(ve, &leaves)
+	var leaves []leaf
+	collectLeaves(ve, nil, &leaves)
 	sort.SliceStable(leaves, func(i, j int) bool {
-		return strings.Join(leaves[i].InstanceLocation, "/") < strings.Join(leaves[j].InstanceLocation, "/")
+		return pointer(leaves[i].loc...) < pointer(leaves[j].loc...)
 	})
 	var errs []error
 	seen := map[string]bool{}
 	for _, l := range leaves {
-		e := &Error{File: name, Pointer: pointer(l.InstanceLocation...), Err: errors.New(l.ErrorKind.LocalizedString(printer))}
+		e := &Error{File: name, Pointer: pointer(l.loc...), Err: errors.New(l.err.ErrorKind.LocalizedString(printer))}
 		if e.Pointer == "" {
 			e.Pointer = "/"
 		}
@@ -215,12 +217,28 @@ func validateSchema(doc []byte, name string) error {
 	return errors.Join(errs...)
 }
 
-func collectLeaves(e *jsonschema.ValidationError, out *[]*jsonschema.ValidationError) {
+// leaf is one innermost schema error with the pointer it is about.
+type leaf struct {
+	loc []string
+	err *jsonschema.ValidationError
+}
+
+// collectLeaves gathers the innermost errors. Errors under propertyNames
+// are about a key, validated as a fresh instance: they get the key's
+// pointer.
+func collectLeaves(e *jsonschema.ValidationError, override []string, out *[]leaf) {
+	loc := e.InstanceLocation
+	if override != nil {
+		loc = override
+	}
+	if pn, ok := e.ErrorKind.(*kind.PropertyNames); ok {
+		override = append(slices.Clone(loc), pn.Property)
+	}
 	if len(e.Causes) == 0 {
-		*out = append(*out, e)
+		*out = append(*out, leaf{loc: loc, err: e})
 		return
 	}
 	for _, c := range e.Causes {
-		collectLeaves(c, out)
+		collectLeaves(c, override, out)
 	}
 }

@@ -41,10 +41,22 @@ func (e *Error) Unwrap() error { return e.Err }
 // (requireSignature or trustedKeys) is rejected.
 var ErrSigningUnsupported = errors.New("toolpack signing is not supported by this version")
 
-var (
-	toolIDPattern  = regexp.MustCompile(`^[a-z][a-z0-9._-]*:[a-z][a-z0-9._-]*$`)
-	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
+var toolIDPattern = regexp.MustCompile(`^[a-z][a-z0-9._-]*:[a-z][a-z0-9._-]*$`)
+
+// validEnvName reports whether s is an environment variable name:
+// [A-Za-z_][A-Za-z0-9_]*.
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
 
 // pointer builds a JSON pointer from tokens, escaping "~" and "/".
 func pointer(tokens ...string) string {
@@ -147,7 +159,7 @@ func (v *validator) hosts(base string, hosts []string) {
 
 func (v *validator) env(base string, names []string) {
 	for i, s := range names {
-		if !envNamePattern.MatchString(s) {
+		if !validEnvName(s) {
 			v.add(base+"/"+strconv.Itoa(i), "%q is not an environment variable name", s)
 		}
 	}
