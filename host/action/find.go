@@ -135,7 +135,7 @@ func block(s string, start, body, limit, textEnd int, o Options) (*Result, int, 
 	if limit-start > o.MaxBytes {
 		limit = start + o.MaxBytes
 	}
-	p := &parser{s: s, o: o, limit: limit, cut: limit < realLimit}
+	p := &parser{s: s, o: o, start: start, limit: limit, cut: limit < realLimit}
 	end, err := p.run(body)
 	if err != nil {
 		return res, end, err

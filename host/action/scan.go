@@ -53,7 +53,6 @@ type frame struct {
 	kids      []kid
 	textStart int // where this element's text starts in parser.buf
 	lo, hi    int // significant text in parser.buf; lo < 0 when none
-	textPos   int // offset of the first significant text; -1 when none
 	noteMark  int // len(parser.notes) when the element opened
 }
 
@@ -77,7 +76,7 @@ type parser struct {
 func (p *parser) run(body int) (int, *perr) {
 	s, lim := p.s, p.limit
 	p.stack = make([]frame, 1, 8)
-	p.stack[0] = frame{role: roleAction, lo: -1, textPos: -1, pos: p.start}
+	p.stack[0] = frame{role: roleAction, lo: -1, pos: p.start}
 	i := body
 	var err *perr
 	for i < lim && err == nil {
@@ -182,7 +181,6 @@ func (p *parser) text(pos int, seg string, protected bool) *perr {
 	p.buf = append(p.buf, seg...)
 	if f.lo < 0 {
 		f.lo = n + first
-		f.textPos = pos + first
 	}
 	f.hi = n + last
 	return nil

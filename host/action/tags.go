@@ -165,7 +165,7 @@ func (p *parser) open(name string, pos, inner int, attrs []attr, empty bool) *pe
 			"elements are nested deeper than the limit of %d levels", p.o.MaxDepth)
 	}
 	parent := p.top()
-	f := frame{name: name, pos: pos, inner: inner, role: roleParam, textStart: len(p.buf), lo: -1, textPos: -1, noteMark: len(p.notes)}
+	f := frame{name: name, pos: pos, inner: inner, role: roleParam, textStart: len(p.buf), lo: -1, noteMark: len(p.notes)}
 	if !qname(name) {
 		if parent.role == roleAction {
 			return failf(pos, hintFormB, "<%s> is not a valid XML element name", name)
