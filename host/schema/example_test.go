@@ -62,3 +62,18 @@ func ExampleCanonical() {
 	fmt.Println(string(b))
 	// Output: {"a":12345678901234567890,"b":[1,"<x>"]}
 }
+
+func ExampleCompiler_AddResource() {
+	c := schema.NewCompiler()
+	_ = c.AddResource("mem://shared/player-id.json", json.RawMessage(`{"type": "integer", "minimum": 1}`))
+	s, err := c.Compile(json.RawMessage(`{
+		"type": "object",
+		"properties": {"player_id": {"$ref": "mem://shared/player-id.json"}}
+	}`), "mem://tools/game:player/parameters")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.Validate(map[string]any{"player_id": 0.0}))
+	// Output: INVALID_ARGUMENTS: parameter 'player_id' must be >= 1, got 0
+}

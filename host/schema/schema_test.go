@@ -159,7 +159,7 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "minimum", value: `{"player_id": 0}`,
-			wantMsg: "parameter 'player_id': minimum: got 0, want 1", pointers: []string{"/player_id"},
+			wantMsg: "parameter 'player_id' must be >= 1, got 0", pointers: []string{"/player_id"},
 		},
 		{
 			name: "nested unknown", value: `{"player_id": 1, "filter": {"teamName": "x"}}`,
@@ -257,5 +257,31 @@ func TestValidate_propertyNames(t *testing.T) {
 	err := s.Validate(decode(t, `{"a":{"ok":1,"Bad":2}}`))
 	if err == nil || err.Message != "invalid property name 'Bad'" {
 		t.Fatalf("error = %v", err)
+	}
+}
+
+func TestValidate_constraintMessages(t *testing.T) {
+	s := mustCompile(t, `{"type":"object","properties":{
+		"max":{"maximum":5},"xmin":{"exclusiveMinimum":0},"xmax":{"exclusiveMaximum":1.5},
+		"short":{"minLength":3},"long":{"maxLength":2},"few":{"minItems":2},"many":{"maxItems":1},
+		"pat":{"pattern":"^[a-z]+$"},"one":{"const":"x"}}}`)
+	tests := []struct{ value, want string }{
+		{`{"max":6}`, "parameter 'max' must be <= 5, got 6"},
+		{`{"xmin":0}`, "parameter 'xmin' must be > 0, got 0"},
+		{`{"xmax":1.5}`, "parameter 'xmax' must be < 1.5, got 1.5"},
+		{`{"short":"ab"}`, "parameter 'short' must be at least 3 characters long, got 2"},
+		{`{"long":"abc"}`, "parameter 'long' must be at most 2 characters long, got 3"},
+		{`{"few":[1]}`, "parameter 'few' must have at least 2 items, got 1"},
+		{`{"many":[1,2]}`, "parameter 'many' must have at most 1 items, got 2"},
+		{`{"pat":"A1"}`, `parameter 'pat' must match the pattern ^[a-z]+$, got "A1"`},
+		{`{"one":"y"}`, `parameter 'one' must be "x", got "y"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.value, func(t *testing.T) {
+			err := s.Validate(decode(t, tc.value))
+			if err == nil || err.Message != tc.want {
+				t.Errorf("got %v, want %s", err, tc.want)
+			}
+		})
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
+	"strconv"
 	"sort"
 	"strings"
 
@@ -138,10 +140,31 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]FieldError) {
 		})
 		return
 	}
-	*out = append(*out, FieldError{
-		Pointer: pointer(e.InstanceLocation),
-		Message: fmt.Sprintf("%s: %s", s.subject(e.InstanceLocation), e.ErrorKind.LocalizedString(message.NewPrinter(language.English))),
-	})
+	subj := s.subject(e.InstanceLocation)
+	var msg string
+	switch k := e.ErrorKind.(type) {
+	case *kind.Minimum:
+		msg = fmt.Sprintf("%s must be >= %s, got %s", subj, ratText(k.Want), ratText(k.Got))
+	case *kind.Maximum:
+		msg = fmt.Sprintf("%s must be <= %s, got %s", subj, ratText(k.Want), ratText(k.Got))
+	case *kind.ExclusiveMinimum:
+		msg = fmt.Sprintf("%s must be > %s, got %s", subj, ratText(k.Want), ratText(k.Got))
+	case *kind.ExclusiveMaximum:
+		msg = fmt.Sprintf("%s must be < %s, got %s", subj, ratText(k.Want), ratText(k.Got))
+	case *kind.MinLength:
+		msg = fmt.Sprintf("%s must be at least %d characters long, got %d", subj, k.Want, k.Got)
+	case *kind.MaxLength:
+		msg = fmt.Sprintf("%s must be at most %d characters long, got %d", subj, k.Want, k.Got)
+	case *kind.MinItems:
+		msg = fmt.Sprintf("%s must have at least %d items, got %d", subj, k.Want, k.Got)
+	case *kind.MaxItems:
+		msg = fmt.Sprintf("%s must have at most %d items, got %d", subj, k.Want, k.Got)
+	case *kind.Pattern:
+		msg = fmt.Sprintf("%s must match the pattern %s, got %s", subj, k.Want, jsonText(k.Got))
+	default:
+		msg = fmt.Sprintf("%s: %s", subj, e.ErrorKind.LocalizedString(message.NewPrinter(language.English)))
+	}
+	*out = append(*out, FieldError{Pointer: pointer(e.InstanceLocation), Message: msg})
 }
 
 // propertyNames returns the declared property names of the schema at the
@@ -180,6 +203,18 @@ func (s *Schema) subject(loc []string) string {
 		return s.noun(nil) + " " + quote(loc[0])
 	}
 	return quote(pointer(loc)[1:])
+}
+
+// ratText renders a number from the validator as decimal text.
+func ratText(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.RatString()
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 func quote(s string) string { return "'" + s + "'" }
