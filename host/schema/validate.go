@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
-	"strconv"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agenthost/agenthost/abi"
