@@ -37,10 +37,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "build: unexpected arguments %q\n", fset.Args())
 		return 2
 	}
-	targets, err := toolpack.Targets(*toolpacks, *plugins)
+	targets, unused, err := toolpack.Targets(*toolpacks, *plugins)
 	if err != nil {
 		fmt.Fprintf(stderr, "build: %v\n", err)
 		return 1
+	}
+	if len(unused) > 0 {
+		fmt.Fprintf(stderr, "build: warning: no manifest under %s uses the plugins %s; they are not built (add <name>.tool.json with handler.module \"<name>.wasm\")\n", *toolpacks, strings.Join(unused, ", "))
 	}
 	for _, t := range targets {
 		if err := toolpack.Build(ctx, ".", t, t.Out); err != nil {

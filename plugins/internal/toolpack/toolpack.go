@@ -3,7 +3,9 @@
 //
 // The manifests are the build list: a manifest whose handler is a wasm
 // module "<name>.wasm" is built from plugins/<name> into the manifest's
-// folder. A plugin folder that no manifest refers to is an error, so no
+// folder, as a command for abi "wasi-command" and with
+// -buildmode=c-shared (a reactor exporting its entry point) for abi
+// "extism". A plugin folder that no manifest refers to is an error, so no
 // tool is left unshipped; a manifest whose module has no plugin folder is
 // a third-party module and is left alone.
 package toolpack
@@ -11,7 +13,6 @@ package toolpack
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -31,7 +32,16 @@ type Target struct {
 	Manifests []string
 	// ToolIDs are their tool IDs, in the same order.
 	ToolIDs []string
+	// ABI is the guest ABI the manifests declare: "wasi-command" or
+	// "extism".
+	ABI string
 }
+
+// The guest ABIs a plugin can be built for.
+const (
+	ABIWasiCommand = "wasi-command"
+	ABIExtism      = "extism"
+)
 
 // manifestHead is the part of a manifest this package reads.
 type manifestHead struct {
@@ -43,12 +53,13 @@ type manifestHead struct {
 	} `json:"handler"`
 }
 
-// Targets returns the modules to build, sorted by Out. toolpacksDir and
-// pluginsDir are paths relative to (or under) the module root.
-func Targets(toolpacksDir, pluginsDir string) ([]Target, error) {
+// Targets returns the modules to build, sorted by Out, and the names of
+// the plugin folders no manifest uses, sorted. toolpacksDir and pluginsDir
+// are paths relative to (or under) the module root.
+func Targets(toolpacksDir, pluginsDir string) (targets []Target, unused []string, err error) {
 	plugins, err := pluginDirs(pluginsDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byOut := map[string]*Target{}
 	used := map[string]bool{}
@@ -78,14 +89,17 @@ func Targets(toolpacksDir, pluginsDir string) ([]Target, error) {
 		if !plugins[name] {
 			return nil
 		}
-		if m.Handler.ABI != "wasi-command" {
-			return fmt.Errorf("manifest %s: module %s is a Go plugin built as a wasi-command, but handler.abi is %q", p, mod, m.Handler.ABI)
+		if m.Handler.ABI != ABIWasiCommand && m.Handler.ABI != ABIExtism {
+			return fmt.Errorf("manifest %s: module %s: cannot build a Go plugin for handler.abi %q (want %s or %s)", p, mod, m.Handler.ABI, ABIWasiCommand, ABIExtism)
 		}
 		out := filepath.Join(filepath.Dir(p), mod)
 		t := byOut[out]
 		if t == nil {
-			t = &Target{Plugin: filepath.Join(pluginsDir, name), Out: out}
+			t = &Target{Plugin: filepath.Join(pluginsDir, name), Out: out, ABI: m.Handler.ABI}
 			byOut[out] = t
+		}
+		if t.ABI != m.Handler.ABI {
+			return fmt.Errorf("manifest %s: module %s is also used by %s with handler.abi %q", p, mod, t.Manifests[0], t.ABI)
 		}
 		t.Manifests = append(t.Manifests, p)
 		t.ToolIDs = append(t.ToolIDs, m.ToolID)
@@ -93,28 +107,24 @@ func Targets(toolpacksDir, pluginsDir string) ([]Target, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", toolpacksDir, err)
+		return nil, nil, fmt.Errorf("scan %s: %w", toolpacksDir, err)
 	}
-	var unused []string
 	for name := range plugins {
 		if !used[name] {
 			unused = append(unused, name)
 		}
 	}
-	if len(unused) > 0 {
-		sort.Strings(unused)
-		return nil, fmt.Errorf("scan %s: no manifest uses the plugins %s (add a <name>.tool.json with handler.module \"<name>.wasm\")", toolpacksDir, strings.Join(unused, ", "))
-	}
-	targets := make([]Target, 0, len(byOut))
+	sort.Strings(unused)
+	targets = make([]Target, 0, len(byOut))
 	for _, t := range byOut {
 		targets = append(targets, *t)
 	}
 	sort.Slice(targets, func(i, j int) bool { return targets[i].Out < targets[j].Out })
-	return targets, nil
+	return targets, unused, nil
 }
 
-// pluginDirs returns the names of the folders under dir that hold a
-// main.go (internal and testdata excluded).
+// pluginDirs returns the names of the folders under dir that hold Go
+// source files other than tests (internal and testdata excluded).
 func pluginDirs(dir string) (map[string]bool, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -125,27 +135,36 @@ func pluginDirs(dir string) (map[string]bool, error) {
 		if !e.IsDir() || e.Name() == "internal" || e.Name() == "testdata" {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(dir, e.Name(), "main.go")); err == nil {
-			names[e.Name()] = true
-		} else if !errors.Is(err, fs.ErrNotExist) {
+		files, err := filepath.Glob(filepath.Join(dir, e.Name(), "*.go"))
+		if err != nil {
 			return nil, fmt.Errorf("read plugins %s: %w", dir, err)
+		}
+		for _, f := range files {
+			if !strings.HasSuffix(f, "_test.go") {
+				names[e.Name()] = true
+				break
+			}
 		}
 	}
 	return names, nil
 }
 
-// BuildArgs are the go command's arguments that build plugin into out.
+// BuildArgs are the go command's arguments that build t.Plugin into out.
 // -trimpath and -buildvcs=false make the module depend only on the source
 // and the toolchain, so a rebuild gives the same bytes (and digest).
-func BuildArgs(plugin, out string) []string {
-	return []string{"build", "-trimpath", "-buildvcs=false", "-o", out, "./" + filepath.ToSlash(filepath.Clean(plugin))}
+func BuildArgs(t Target, out string) []string {
+	args := []string{"build", "-trimpath", "-buildvcs=false"}
+	if t.ABI == ABIExtism {
+		args = append(args, "-buildmode=c-shared")
+	}
+	return append(args, "-o", out, "./"+filepath.ToSlash(filepath.Clean(t.Plugin)))
 }
 
 // Build builds t.Plugin into out (normally t.Out) with the go command
 // found on PATH, running in moduleRoot. The go command's output is
 // included in the error.
 func Build(ctx context.Context, moduleRoot string, t Target, out string) error {
-	cmd := exec.CommandContext(ctx, "go", BuildArgs(t.Plugin, out)...)
+	cmd := exec.CommandContext(ctx, "go", BuildArgs(t, out)...)
 	cmd.Dir = moduleRoot
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
