@@ -216,5 +216,7 @@ func (t *Tool) OutputSchema() *schema.Schema {
 }
 
 // Validated reports whether [Tool.Validate] (directly, or through Parse or
-// Load) has succeeded on t.
+// Load) has succeeded on t. A copy of a Tool (c := *t) shares what was
+// computed; after changing a copy's Parameters, Output or Examples, call
+// Validate on the copy before using it.
 func (t *Tool) Validated() bool { return t.state != nil }

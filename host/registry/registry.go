@@ -32,7 +32,12 @@ type Failure struct {
 }
 
 // Error returns the message of Err, which names the manifest file.
-func (f Failure) Error() string { return f.Err.Error() }
+func (f Failure) Error() string {
+	if f.Err == nil {
+		return "load " + f.Path + ": failed"
+	}
+	return f.Err.Error()
+}
 
 // Unwrap returns Err.
 func (f Failure) Unwrap() error { return f.Err }
@@ -259,7 +264,7 @@ func (r *Registry) Lookup(id string) (*manifest.Tool, error) {
 }
 
 func loadError(id string, f Failure) *abi.Error {
-	return abi.Errorf(abi.CodeLoadError, "tool '%s' failed to load: %s", id, f.Err.Error())
+	return abi.Errorf(abi.CodeLoadError, "tool '%s' failed to load: %s", id, f.Error())
 }
 
 func (r *Registry) unknownLocked(id string) *abi.Error {
