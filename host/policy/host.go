@@ -229,7 +229,7 @@ func (r HostRule) matchesName(host string, ip netip.Addr, isIP bool) bool {
 			return false
 		}
 		a, err := netip.ParseAddr(rh)
-		return err == nil && a == ip
+		return err == nil && a.Unmap() == ip
 	}
 	switch {
 	case rh == "*":

@@ -64,7 +64,8 @@ func Parse(data []byte, name string) (*Policy, error) {
 }
 
 // Load reads and parses the policy file at path. Relative paths in it are
-// relative to the file's folder.
+// relative to the file's folder. Unlike Parse, it also checks that the
+// workspace is an existing folder.
 func Load(path string) (*Policy, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -77,6 +78,13 @@ func Load(path string) (*Policy, error) {
 	p, err := Parse(data, abs)
 	if err != nil {
 		return nil, err
+	}
+	fi, err := os.Stat(p.Workspace)
+	if err == nil && !fi.IsDir() {
+		err = fmt.Errorf("%s is not a folder", p.Workspace)
+	}
+	if err != nil {
+		return nil, &Error{File: abs, Pointer: "/workspace", Err: err}
 	}
 	return p, nil
 }

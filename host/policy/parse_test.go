@@ -196,6 +196,12 @@ func TestLoad(t *testing.T) {
 	if err := os.WriteFile(path, []byte("workspace: ../ws\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := policy.Load(path); err == nil || !strings.Contains(err.Error(), "/workspace: ") {
+		t.Fatalf("Load with a missing workspace = %v, want a /workspace error", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	p, err := policy.Load(path)
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,15 @@ func New() *Registry {
 // each with manifest.Load and adds it. One bad manifest is recorded as a
 // Failure and skipped; the others still load. It returns how many tools
 // were added and the failures of this call (also kept, see Failures).
+//
+// Symbolic links to folders inside dir are not followed (a link cycle
+// cannot hang the scan); dir itself may be a link.
 func (r *Registry) LoadDir(dir string) (loaded int, failures []Failure) {
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+	}
 	var paths []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -253,3 +253,34 @@ func TestRegistries_independent(t *testing.T) {
 		t.Errorf("second registry sees the first's tool: %v", err)
 	}
 }
+
+func TestLoadDir_symlinks(t *testing.T) {
+	abs, err := filepath.Abs(filepath.Join("testdata", "packs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	link := filepath.Join(tmp, "packs-link")
+	if err := os.Symlink(abs, link); err != nil {
+		t.Skip(err)
+	}
+	r := registry.New()
+	if n, _ := r.LoadDir(link); n != 5 {
+		t.Errorf("through a linked root: loaded %d, want 5", n)
+	}
+	// a link cycle inside the scanned folder is not followed
+	root := filepath.Join(tmp, "root")
+	if err := os.MkdirAll(filepath.Join(root, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(root, filepath.Join(root, "a", "loop")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(abs, filepath.Join(root, "linked-packs")); err != nil {
+		t.Fatal(err)
+	}
+	r2 := registry.New()
+	if n, failures := r2.LoadDir(root); n != 0 || len(failures) != 0 {
+		t.Errorf("linked folders followed: loaded %d, failures %v", n, failures)
+	}
+}
