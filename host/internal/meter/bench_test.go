@@ -181,3 +181,26 @@ func BenchmarkCache(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCompile compares wazero's compilation of the Go primes guest
+// before and after instrumentation (the metered module is larger).
+func BenchmarkCompile(b *testing.B) {
+	orig := goGuest(b, "primes")
+	mods := []struct {
+		name string
+		wasm []byte
+	}{{"original", orig}, {"instrumented", instrument(b, orig)}}
+	for _, m := range mods {
+		b.Run(m.name, func(b *testing.B) {
+			r := newRuntime(b, nil)
+			b.ReportMetric(float64(len(m.wasm)), "bytes")
+			for b.Loop() {
+				c, err := r.CompileModule(context.Background(), m.wasm)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = c.Close(context.Background())
+			}
+		})
+	}
+}

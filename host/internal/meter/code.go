@@ -344,7 +344,12 @@ func (w *rewriter) emit(dst []byte) []byte {
 //	exit:    local.get $c; REFILL; local.get $c; global.set $fuel
 //	flush:   local.get $c; global.set $fuel
 //	reload:  global.get $fuel; local.set $c
-//	REFILL:  i64.const 0; i64.lt_s; if; local.get $c; call $refill; local.set $c; end
+//	REFILL:  i64.const 0; i64.lt_s; if
+//	           local.get $c; call $refill; local.tee $c; global.set $fuel
+//	         end
+//
+// REFILL stores the new counter to the global too, so after a trap the
+// global is never older than the last refill.
 //
 // Each is stack-neutral, so it is valid at any instruction boundary,
 // including unreachable code and blocks with parameters.
@@ -399,7 +404,8 @@ func (w *rewriter) appendRefill(dst []byte) []byte {
 	dst = w.appendLocal(dst, 0x20)
 	dst = append(dst, opCall)
 	dst = appendU32(dst, w.refill)
-	dst = w.appendLocal(dst, 0x21)
+	dst = w.appendLocal(dst, 0x22)
+	dst = w.appendGlobal(dst, opGlobalSet)
 	return append(dst, opEnd)
 }
 

@@ -39,6 +39,24 @@ func TestCount_exact(t *testing.T) {
 	}
 }
 
+// TestTrap_usedExact checks that the fuel of a call ending in a guest
+// trap is still exact: boom(n) runs count(n) and hits unreachable after
+// 9n+11 instructions.
+func TestTrap_usedExact(t *testing.T) {
+	r := newRuntime(t, nil)
+	c := compile(t, r, instrument(t, readFile(t, "testdata/wat/count.wasm")))
+	for _, slice := range []uint64{1, 4, 0} {
+		b := &meter.Budget{Slice: slice}
+		_, err := call(meter.WithBudget(context.Background(), b), r, c, "boom", 30)
+		if err == nil || !strings.Contains(err.Error(), "unreachable") || meter.ErrorOf(err) != nil {
+			t.Fatalf("slice %d: err %v, want an unreachable trap", slice, err)
+		}
+		if got, want := b.Used(), uint64(9*30+11); got != want {
+			t.Errorf("slice %d: Used() = %d, want %d", slice, got, want)
+		}
+	}
+}
+
 // TestFuel_boundary checks that a fuel limit equal to the use passes and
 // one unit less stops the call with FUEL_EXHAUSTED.
 func TestFuel_boundary(t *testing.T) {

@@ -1,8 +1,9 @@
 ;; count(n) executes exactly 9n+7 instructions (block, loop, 9 per
 ;; iteration that goes on, 4 for the last test, the final local.get):
-;; the reference for exact fuel accounting.
+;; the reference for exact fuel accounting. boom(n) calls count(n) and
+;; traps: 9n+11 instructions (local.get, call, drop, unreachable).
 (module
-  (func (export "count") (param $n i32) (result i32) (local $i i32)
+  (func $count (export "count") (param $n i32) (result i32) (local $i i32)
     (block $done
       (loop $l
         local.get $i
@@ -14,4 +15,7 @@
         i32.add
         local.set $i
         br $l))
-    local.get $i))
+    local.get $i)
+  (func (export "boom") (param $n i32) (result i32)
+    (drop (call $count (local.get $n)))
+    unreachable))
