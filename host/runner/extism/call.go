@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/internal/limitio"
+	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/agenthost/agenthost/host/internal/netguard"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/runner"
@@ -31,6 +31,7 @@ type prepared struct {
 	inits    []string
 	config   map[string]string
 	maxHTTP  int64
+	seed     int64 // of the deterministic clock and randomness
 	log      hclog.Logger
 }
 
@@ -39,6 +40,7 @@ type prepared struct {
 // call's context.
 type instance struct {
 	p      *prepared
+	budget *meter.Budget
 	k      kernel
 	config map[string]string
 	vars   map[string][]byte
@@ -61,6 +63,7 @@ type instance struct {
 func (p *prepared) newInstance() *instance {
 	in := &instance{
 		p:      p,
+		budget: &meter.Budget{Fuel: p.grant.Limits.Fuel},
 		config: p.config,
 		vars:   make(map[string][]byte),
 		logs:   limitio.NewLines(0),
@@ -151,7 +154,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		defer cancel()
 	}
 	in := p.newInstance()
-	callCtx := context.WithValue(experimental.WithMemoryAllocator(ctx, in.mem), instKey{}, in)
+	callCtx := in.context(ctx)
 	mod, err := p.r.rt.InstantiateModule(callCtx, p.compiled, p.moduleConfig(ctx, in))
 	if err != nil {
 		return p.result(ctx, in, nil, fmt.Errorf("instantiate: %w", err)), nil
@@ -160,6 +163,15 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	in.guest = mod.Memory()
 	res, err := p.call(callCtx, in, mod, req.Input)
 	return p.result(ctx, in, res, err), nil
+}
+
+// context returns the context the guest runs under: ctx (with the call's
+// deadline), the memory allocator, the meter's budget, and the instance
+// outermost so host functions find it with one comparison.
+func (in *instance) context(ctx context.Context) context.Context {
+	ctx = experimental.WithMemoryAllocator(ctx, in.mem)
+	ctx = meter.WithBudget(ctx, in.budget)
+	return context.WithValue(ctx, instKey{}, in)
 }
 
 // call initialises the guest runtime, sets the input and calls the entry
@@ -207,16 +219,11 @@ func (p *prepared) moduleConfig(ctx context.Context, in *instance) wazero.Module
 		WithStdin(bytes.NewReader(nil)).
 		WithStdout(in.logs).
 		WithStderr(in.logs)
-	if !p.grant.Limits.Deterministic {
+	if p.grant.Limits.Deterministic {
+		cfg = meter.DeterministicConfig(cfg, p.seed)
+	} else {
 		cfg = cfg.WithSysWalltime().WithSysNanotime().WithRandSource(crand.Reader).
-			WithNanosleep(func(ns int64) {
-				t := time.NewTimer(time.Duration(ns))
-				defer t.Stop()
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-				}
-			})
+			WithNanosleep(meter.Nanosleep(ctx))
 	}
 	for k, v := range p.grant.Env {
 		cfg = cfg.WithEnv(k, v)
@@ -239,13 +246,19 @@ func (p *prepared) result(ctx context.Context, in *instance, res []uint64, err e
 		msg = in.k.errorMessage()
 	}
 	failed := err != nil || rc != 0 || msg != ""
+	limits := p.grant.Limits
 	out := runner.Result{Usage: abi.Usage{MemoryBytes: in.k.peak}}
 	if in.guest != nil {
 		out.Usage.MemoryBytes += uint64(in.guest.Size())
 	}
+	if limits.Fuel > 0 {
+		used := in.budget.Used()
+		out.Usage.Fuel = &used
+	}
 	var kerr errKernelMemory
-	limits := p.grant.Limits
 	switch {
+	case in.budget.Err() != nil && in.budget.Err().Code == abi.CodeFuelExhausted:
+		out.Err = abi.Errorf(abi.CodeFuelExhausted, "tool %s: %s", p.tool, in.budget.Err().Message)
 	case ctx.Err() != nil:
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			out.Err = abi.Errorf(abi.CodeTimeout, "tool %s exceeded its %s time limit", p.tool, limits.Timeout)

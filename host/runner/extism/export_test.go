@@ -1,10 +1,44 @@
 package extism
 
-import "github.com/agenthost/agenthost/host/internal/netguard"
+import (
+	"context"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/internal/netguard"
+	"github.com/agenthost/agenthost/host/runner"
+)
 
 // SetNetwork replaces the resolver and dialer the runner's guards use.
 func SetNetwork(r *Runner, res netguard.Resolver, dial netguard.DialFunc) (reset func()) {
 	oldRes, oldDial := r.resolver, r.dial
 	r.resolver, r.dial = res, dial
 	return func() { r.resolver, r.dial = oldRes, oldDial }
+}
+
+// Reused returns a function that calls p's entry point again and again
+// on ONE instance, for the benchmarks that measure the ABI's per-call
+// cost against raw wazero's reused-instance path. Run never does this:
+// every call gets a fresh instance.
+func Reused(ctx context.Context, p runner.Prepared) (call func(input []byte) ([]byte, *abi.Error), closeFn func(), err error) {
+	pp := p.(*prepared)
+	in := pp.newInstance()
+	callCtx := in.context(ctx)
+	mod, err := pp.r.rt.InstantiateModule(callCtx, pp.compiled, pp.moduleConfig(ctx, in))
+	if err != nil {
+		return nil, nil, err
+	}
+	in.guest = mod.Memory()
+	for _, name := range pp.inits {
+		if _, err := mod.ExportedFunction(name).Call(callCtx); err != nil {
+			mod.Close(ctx)
+			return nil, nil, err
+		}
+	}
+	fn := mod.ExportedFunction(pp.entry)
+	call = func(input []byte) ([]byte, *abi.Error) {
+		res, err := pp.invoke(callCtx, in, fn, input)
+		r := pp.result(ctx, in, res, err)
+		return r.Output, r.Err
+	}
+	return call, func() { mod.Close(ctx) }, nil
 }

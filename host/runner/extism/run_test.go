@@ -47,6 +47,8 @@ func TestRun(t *testing.T) {
 		{name: "kernel memory cap", entry: "kernelgrow", grant: func(g *policy.Grant) { g.Limits.MemoryBytes = 64 << 20 }, code: abi.CodeMemoryLimit},
 		{name: "initial memory over the cap", entry: "echo", grant: func(g *policy.Grant) { g.Limits.MemoryBytes = 1 << 20 }, code: abi.CodeMemoryLimit},
 		{name: "output cap", entry: "big", code: abi.CodeOutputLimit, message: "2097152 bytes"},
+		{name: "fuel", entry: "spin", grant: func(g *policy.Grant) { g.Limits.Fuel = 50_000_000 }, code: abi.CodeFuelExhausted, message: "50000000"},
+		{name: "deterministic", entry: "echo", input: `"d"`, grant: func(g *policy.Grant) { g.Limits.Deterministic = true }, want: `"d"`},
 		{name: "denied grant", entry: "echo", grant: func(g *policy.Grant) { g.Denied = true }, code: abi.CodePermissionDenied},
 	}
 	for _, tc := range tests {
@@ -162,7 +164,6 @@ func TestPrepare_errors(t *testing.T) {
 			t.Handler.Module = "../elsewhere/probe.wasm"
 			return t
 		}, nil, "escapes"},
-		{"fuel", func() *manifest.Tool { return toolFor(probe, "echo") }, func(g *policy.Grant) { g.Limits.Fuel = 1000 }, "fuel"},
 		{"file access", func() *manifest.Tool {
 			t := toolFor(probe, "echo")
 			t.SecurityContext = &manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowRead: []string{"**"}}}
@@ -194,4 +195,29 @@ func TestPrepare_errors(t *testing.T) {
 		tool.Handler.SHA256 = hex.EncodeToString(sum[:])
 		prepare(t, r, tool, grantFor(tool))
 	})
+}
+
+func TestRun_fuelUsage(t *testing.T) {
+	r := newRunner(t)
+	tool := toolFor(guests["probe"], "echo")
+	g := grantFor(tool)
+	g.Limits.Fuel = 1_000_000_000
+	g.Limits.Deterministic = true
+	p := prepare(t, r, tool, g)
+	var first uint64
+	for i := 0; i < 2; i++ {
+		res := run(t, p, `{"k":"v"}`)
+		if res.Err != nil || res.Usage.Fuel == nil || *res.Usage.Fuel == 0 {
+			t.Fatalf("run %d: %v, fuel %v", i, res.Err, res.Usage.Fuel)
+		}
+		if i == 0 {
+			first = *res.Usage.Fuel
+		} else if *res.Usage.Fuel != first {
+			t.Fatalf("fuel %d then %d: a deterministic call must cost the same", first, *res.Usage.Fuel)
+		}
+	}
+	unmetered := run(t, prepare(t, r, tool, grantFor(tool)), `{}`)
+	if unmetered.Usage.Fuel != nil {
+		t.Fatalf("fuel reported without a fuel limit: %d", *unmetered.Usage.Fuel)
+	}
 }

@@ -3,6 +3,7 @@ package extism
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/agenthost/agenthost/host/internal/netguard"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
@@ -51,6 +53,7 @@ type Runner struct {
 	opts  Options
 	log   hclog.Logger
 	cache wazero.CompilationCache
+	meter *meter.Cache
 	rt    wazero.Runtime
 
 	mu      sync.Mutex
@@ -80,10 +83,14 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
-	cfg := wazero.NewRuntimeConfig().
-		WithCompilationCache(cache).
-		WithCloseOnContextDone(true)
-	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	// No WithCloseOnContextDone: modules are instrumented by
+	// host/internal/meter, whose refill import stops a guest at the
+	// deadline far more cheaply (see docs/ABI.md, "## extism").
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
+	if err := meter.NewHostModule(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("extism runner: %w", err)
+	}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("extism runner: instantiate wasi: %w", err)
@@ -96,6 +103,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		opts:    opts,
 		log:     log.Named("runner.extism"),
 		cache:   cache,
+		meter:   meter.NewCache(opts.CacheDir),
 		rt:      rt,
 		modules: make(map[string]wazero.CompiledModule),
 	}, nil
@@ -119,10 +127,11 @@ func loadErr(tool *manifest.Tool, format string, args ...any) *abi.Error {
 	return abi.Errorf(abi.CodeLoadError, "tool %s: %s", tool.ToolID, fmt.Sprintf(format, args...))
 }
 
-// Prepare compiles tool's module (once per digest) and checks that the
+// Prepare instruments tool's module for fuel and interruption
+// (host/internal/meter), compiles it (once per digest) and checks that the
 // plugin can run here: every import is provided, the entry point exists
-// and takes no parameters, and the grant asks for nothing this ABI does
-// not enforce (fuel, file access).
+// and takes no parameters, and the tool asks for nothing this ABI does
+// not enforce (file access).
 func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy.Grant) (runner.Prepared, error) {
 	if tool == nil || grant == nil {
 		return nil, fmt.Errorf("extism prepare: nil tool or grant")
@@ -130,9 +139,6 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	h := tool.Handler
 	if h.Type != manifest.HandlerWasm || h.ABI != manifest.ABIExtism {
 		return nil, loadErr(tool, "handler is %s/%s, not wasm/extism", h.Type, h.ABI)
-	}
-	if grant.Limits.Fuel > 0 {
-		return nil, loadErr(tool, "fuel metering is not supported for the extism ABI; remove limits.fuel or use abi wasi-command")
 	}
 	if sc := tool.SecurityContext; sc != nil && sc.FileAccess != nil &&
 		(len(sc.FileAccess.AllowRead) > 0 || len(sc.FileAccess.AllowWrite) > 0 || len(sc.FileAccess.Mounts) > 0) {
@@ -153,10 +159,7 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	}
 	compiled, err := r.compile(ctx, digest, code)
 	if err != nil {
-		return nil, loadErr(tool, "compile %s: %s", h.Module, err.Error())
-	}
-	if err := checkImports(compiled); err != nil {
-		return nil, loadErr(tool, "%s", err.Error())
+		return nil, loadErr(tool, "%s: %s", h.Module, err.Error())
 	}
 	entry := h.EntryPoint
 	if entry == "" {
@@ -187,6 +190,7 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 		inits:    initFuncs(compiled),
 		config:   config,
 		maxHTTP:  maxHTTP,
+		seed:     int64(binary.BigEndian.Uint64(sum[:8])),
 		log:      r.log.With("tool", tool.ToolID),
 	}, nil
 }
@@ -209,16 +213,32 @@ func modulePath(tool *manifest.Tool) (string, error) {
 	return p, nil
 }
 
-// compile returns the compiled module for digest, compiling it once.
+// compile checks the imports of code, instruments it and returns the
+// compiled module for digest, doing the work once per digest.
 func (r *Runner) compile(ctx context.Context, digest string, code []byte) (wazero.CompiledModule, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.modules[digest]; ok {
 		return c, nil
 	}
-	c, err := r.rt.CompileModule(ctx, code)
+	// The plugin's own imports are checked before instrumentation adds
+	// the meter's.
+	plain, err := r.rt.CompileModule(ctx, code)
+	if err != nil {
+		return nil, fmt.Errorf("compile: %w", err)
+	}
+	err = checkImports(plain)
+	plain.Close(ctx)
 	if err != nil {
 		return nil, err
+	}
+	metered, err := r.meter.Instrument(code)
+	if err != nil {
+		return nil, fmt.Errorf("instrument: %w", err)
+	}
+	c, err := r.rt.CompileModule(ctx, metered)
+	if err != nil {
+		return nil, fmt.Errorf("compile instrumented module: %w", err)
 	}
 	r.modules[digest] = c
 	return c, nil
@@ -231,7 +251,7 @@ func checkImports(c wazero.CompiledModule) error {
 	for _, d := range c.ImportedFunctions() {
 		mod, name, _ := d.Import()
 		switch mod {
-		case wasi_snapshot_preview1.ModuleName:
+		case wasi_snapshot_preview1.ModuleName, meter.ImportModule:
 			continue
 		case envModule:
 			f, ok := env[name]
