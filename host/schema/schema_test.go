@@ -285,3 +285,19 @@ func TestValidate_constraintMessages(t *testing.T) {
 		})
 	}
 }
+
+func TestValidate_alternatives(t *testing.T) {
+	s := mustCompile(t, `{"type":"object","properties":{
+		"id":{"anyOf":[{"type":"integer"},{"type":"string","pattern":"^u-"}]},
+		"v":{"oneOf":[{"type":"number"},{"type":"integer"}]}}}`)
+	tests := []struct{ value, want string }{
+		{`{"id":"x"}`, `parameter 'id' matches none of the allowed forms: parameter 'id' must be an integer, got a string | parameter 'id' must match the pattern ^u-, got "x"`},
+		{`{"v":1}`, "parameter 'v' matches more than one of the allowed forms (1 and 2); it must match exactly one"},
+	}
+	for _, tc := range tests {
+		err := s.Validate(decode(t, tc.value))
+		if err == nil || err.Message != tc.want {
+			t.Errorf("%s: got %v\nwant %s", tc.value, err, tc.want)
+		}
+	}
+}

@@ -125,6 +125,29 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]FieldError) {
 				jsonText(k.Want), jsonText(k.Got)),
 		})
 		return
+	case *kind.AnyOf, *kind.OneOf:
+		if oo, ok := k.(*kind.OneOf); ok && len(oo.Subschemas) > 1 {
+			*out = append(*out, FieldError{
+				Pointer: pointer(e.InstanceLocation),
+				Message: fmt.Sprintf("%s matches more than one of the allowed forms (%d and %d); it must match exactly one",
+					s.subject(e.InstanceLocation), oo.Subschemas[0]+1, oo.Subschemas[1]+1),
+			})
+			return
+		}
+		var alts []FieldError
+		for _, c := range e.Causes {
+			s.collect(c, &alts)
+		}
+		msgs := make([]string, len(alts))
+		for i, a := range alts {
+			msgs[i] = a.Message
+		}
+		msg := fmt.Sprintf("%s matches none of the allowed forms", s.subject(e.InstanceLocation))
+		if len(msgs) > 0 {
+			msg += ": " + strings.Join(msgs, " | ")
+		}
+		*out = append(*out, FieldError{Pointer: pointer(e.InstanceLocation), Message: msg})
+		return
 	case *kind.PropertyNames:
 		// santhosh v6.0.3 does not copy the instance location of a
 		// propertyNames error, so its pointer cannot be trusted: name the
