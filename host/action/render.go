@@ -191,34 +191,40 @@ func writeText(b *strings.Builder, v string) {
 		return
 	}
 	open := false
-	for i := 0; i < len(v); {
-		switch {
-		case v[i] == '\r':
+	for v != "" {
+		// The next byte CDATA cannot carry as is: a CR (normalised to LF
+		// on reading) or the ']]>' that would end the section.
+		k := strings.IndexByte(v, '\r')
+		if t := strings.Index(v, "]]>"); t >= 0 && (k < 0 || t < k) {
+			k = t
+		}
+		if k < 0 {
+			k = len(v)
+		}
+		if k > 0 {
+			if !open {
+				b.WriteString("<![CDATA[")
+				open = true
+			}
+			b.WriteString(v[:k])
+			v = v[k:]
+			continue
+		}
+		if v[0] == '\r' {
 			if open {
 				b.WriteString("]]>")
 				open = false
 			}
 			b.WriteString("&#13;")
-			i++
-		case strings.HasPrefix(v[i:], "]]>"):
-			if !open {
-				b.WriteString("<![CDATA[")
-			}
-			b.WriteString("]]]]><![CDATA[>")
-			open = true
-			i += 3
-		default:
-			if !open {
-				b.WriteString("<![CDATA[")
-				open = true
-			}
-			j := i
-			for j < len(v) && v[j] != '\r' && !strings.HasPrefix(v[j:], "]]>") {
-				j++
-			}
-			b.WriteString(v[i:j])
-			i = j
+			v = v[1:]
+			continue
 		}
+		if !open {
+			b.WriteString("<![CDATA[")
+		}
+		b.WriteString("]]]]><![CDATA[>")
+		open = true
+		v = v[3:]
 	}
 	if open {
 		b.WriteString("]]>")
@@ -254,6 +260,16 @@ func writeAttr(b *strings.Builder, v string) {
 // xmlSafe replaces what XML 1.0 cannot carry (invalid UTF-8, control
 // characters other than tab/LF/CR, U+FFFE, U+FFFF) with U+FFFD.
 func xmlSafe(v string) string {
+	ascii := true
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c >= utf8.RuneSelf || c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return v
+	}
 	ok := true
 	for i := 0; i < len(v) && ok; {
 		r, n := utf8.DecodeRuneInString(v[i:])
