@@ -7,12 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/host/internal/sandboxfs"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/runner"
@@ -71,59 +69,7 @@ func goGuest(t testing.TB, name string) string {
 	return out
 }
 
-// globChecker is a test double of the grant's file rules: a pattern is
-// "**" (everything), "dir/**" (everything under dir) or an exact path.
-type globChecker struct {
-	read, write map[policy.Root][]string
-}
-
-func globMatch(pattern, rel string) bool {
-	if pattern == "**" {
-		return true
-	}
-	if dir, ok := strings.CutSuffix(pattern, "/**"); ok {
-		return rel == dir || strings.HasPrefix(rel, dir+"/")
-	}
-	return pattern == rel
-}
-
-func (c globChecker) Allows(root policy.Root, rel string, write bool) bool {
-	rules := c.read[root]
-	if write {
-		rules = c.write[root]
-	}
-	for _, p := range rules {
-		if globMatch(p, rel) {
-			return true
-		}
-	}
-	return false
-}
-
-func (c globChecker) CanList(root policy.Root, relDir string) bool {
-	for _, p := range append(append([]string{}, c.read[root]...), c.write[root]...) {
-		if relDir == "." || p == "**" || globMatch(p, relDir) || strings.HasPrefix(p, relDir+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// checkerOf turns a grant's PathRules into a globChecker, standing in for
-// policy.Grant's own matcher.
-func checkerOf(g *policy.Grant) (sandboxfs.Checker, error) {
-	c := globChecker{read: map[policy.Root][]string{}, write: map[policy.Root][]string{}}
-	for _, r := range g.Read {
-		c.read[r.Root] = append(c.read[r.Root], r.Pattern)
-	}
-	for _, r := range g.Write {
-		c.write[r.Root] = append(c.write[r.Root], r.Pattern)
-	}
-	return c, nil
-}
-
-// newRunner returns a Runner closed at the end of the test, using the
-// test checker. All test runners share one on-disk compilation cache so
+// newRunner returns a Runner closed at the end of the test. All test runners share one on-disk compilation cache so
 // the Go guests are compiled once per machine, not once per test.
 func newRunner(t testing.TB) *wasm.Runner {
 	t.Helper()
@@ -132,7 +78,6 @@ func newRunner(t testing.TB) *wasm.Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wasm.SetCheckerFor(r, checkerOf)
 	t.Cleanup(func() { _ = r.Close(context.Background()) })
 	return r
 }

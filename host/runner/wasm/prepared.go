@@ -29,7 +29,7 @@ type prepared struct {
 	toolID   string
 	logger   hclog.Logger
 	compiled wazero.CompiledModule
-	checker  sandboxfs.Checker
+	checker  sandboxfs.Checker // the grant's file rules
 	mounts   []mount
 	limits   policy.Limits
 	// base is the module config shared by every call: args, environment,
@@ -37,7 +37,7 @@ type prepared struct {
 	base wazero.ModuleConfig
 }
 
-func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, checker sandboxfs.Checker, mounts []mount, mod wazero.CompiledModule) *prepared {
+func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []mount, mod wazero.CompiledModule) *prepared {
 	limits := grant.Limits
 	if limits.Timeout <= 0 {
 		limits.Timeout = DefaultTimeout
@@ -70,7 +70,7 @@ func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, checker s
 		toolID:   tool.ToolID,
 		logger:   r.logger.With("tool", tool.ToolID),
 		compiled: mod,
-		checker:  checker,
+		checker:  grant,
 		mounts:   mounts,
 		limits:   limits,
 		base:     cfg,

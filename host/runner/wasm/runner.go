@@ -51,10 +51,6 @@ type Runner struct {
 	mu       sync.Mutex
 	compiled map[string]*compileEntry // by module SHA-256
 	closed   bool
-
-	// checkerFor returns the file-rule checker of a grant; a seam for
-	// tests (export_test.go).
-	checkerFor func(*policy.Grant) (sandboxfs.Checker, error)
 }
 
 // compileEntry is one module compiled once, shared by every tool using it.
@@ -86,21 +82,11 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		return nil, fmt.Errorf("wasm runner: instantiate wasi: %w", err)
 	}
 	return &Runner{
-		logger:     logger.Named("runner.wasm"),
-		rt:         rt,
-		cache:      cache,
-		compiled:   map[string]*compileEntry{},
-		checkerFor: grantChecker,
+		logger:   logger.Named("runner.wasm"),
+		rt:       rt,
+		cache:    cache,
+		compiled: map[string]*compileEntry{},
 	}, nil
-}
-
-// grantChecker uses the grant's own Allows and CanList.
-func grantChecker(g *policy.Grant) (sandboxfs.Checker, error) {
-	c, ok := any(g).(sandboxfs.Checker)
-	if !ok {
-		return nil, errors.New("policy.Grant cannot check file rules")
-	}
-	return c, nil
 }
 
 // Close releases the runtime, every compiled module and the compilation
@@ -154,10 +140,6 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if grant.Limits.Fuel != 0 {
 		return nil, fail(abi.CodeLoadError, "fuel metering is not supported by the wasi-command runner; grant fuel 0")
 	}
-	checker, err := r.checkerFor(grant)
-	if err != nil {
-		return nil, fail(abi.CodeLoadError, "%v", err)
-	}
 	mounts, err := mountPlan(tool, grant)
 	if err != nil {
 		return nil, fail(abi.CodeLoadError, "%v", err)
@@ -176,7 +158,7 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if _, ok := mod.ExportedFunctions()["_start"]; !ok {
 		return nil, fail(abi.CodeLoadError, "module %s exports no _start: not a wasi-command", h.Module)
 	}
-	return r.newPrepared(tool, grant, checker, mounts, mod), nil
+	return r.newPrepared(tool, grant, mounts, mod), nil
 }
 
 // readModule reads the tool's module, refusing a path that leaves the
@@ -287,4 +269,7 @@ func mountPlan(tool *manifest.Tool, grant *policy.Grant) ([]mount, error) {
 }
 
 // Interface guards
-var _ runner.Runner = (*Runner)(nil)
+var (
+	_ runner.Runner     = (*Runner)(nil)
+	_ sandboxfs.Checker = (*policy.Grant)(nil)
+)

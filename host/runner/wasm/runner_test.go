@@ -36,8 +36,8 @@ func TestRun_echo(t *testing.T) {
 	if res.Err != nil || string(res.Output) != in {
 		t.Fatalf("got %q, %v", res.Output, res.Err)
 	}
-	if res.Usage.MemoryBytes != 2*65536 {
-		t.Fatalf("memory %d, want 2 pages", res.Usage.MemoryBytes)
+	if res.Usage.MemoryBytes != 65536 {
+		t.Fatalf("memory %d, want 1 page", res.Usage.MemoryBytes)
 	}
 	if len(res.Logs) != 0 {
 		t.Fatalf("logs %q", res.Logs)
@@ -118,7 +118,7 @@ func TestAdversarial(t *testing.T) {
 		{name: "panic", guest: probe, input: ops(true, `{"op":"panic"}`), want: abi.CodeToolError, message: "panic: probe panic"},
 		{name: "non-zero exit", guest: probe, input: ops(true, `{"op":"exit","code":4}`), want: abi.CodeToolError, message: "exit status 4"},
 		{name: "go memory bomb", guest: probe, input: ops(true, `{"op":"alloc","mb":4}`), edit: func(g *policy.Grant) { g.Limits.MemoryBytes = 48 << 20 }, want: abi.CodeMemoryLimit},
-		{name: "go sleep past timeout", guest: probe, input: ops(true, `{"op":"sleep","ms":60000}`), edit: short, want: abi.CodeTimeout},
+		{name: "go sleep past timeout", guest: probe, input: ops(true, `{"op":"sleep","ms":60000}`), edit: func(g *policy.Grant) { g.Limits.Timeout = 3 * time.Second }, want: abi.CodeTimeout},
 	}
 	r := newRunner(t)
 	e := newEnv(t)
@@ -300,8 +300,8 @@ func TestLimits(t *testing.T) {
 	}{
 		{"output at the cap", func(g *policy.Grant) { g.Limits.MaxOutputBytes = int64(len(in)) }, ""},
 		{"output over the cap", func(g *policy.Grant) { g.Limits.MaxOutputBytes = int64(len(in) - 1) }, abi.CodeOutputLimit},
-		{"memory at the module's need", func(g *policy.Grant) { g.Limits.MemoryBytes = 2 * 65536 }, ""},
-		{"initial memory over the cap", func(g *policy.Grant) { g.Limits.MemoryBytes = 65536 }, abi.CodeMemoryLimit},
+		{"memory at the module's need", func(g *policy.Grant) { g.Limits.MemoryBytes = 65536 }, ""},
+		{"initial memory over the cap", func(g *policy.Grant) { g.Limits.MemoryBytes = 65535 }, abi.CodeMemoryLimit},
 		{"short timeout, fast guest", func(g *policy.Grant) { g.Limits.Timeout = 2 * time.Second }, ""},
 		{"zero limits mean the defaults", func(g *policy.Grant) { g.Limits = policy.Limits{} }, ""},
 	}
@@ -461,7 +461,6 @@ func TestNew_cacheDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wasm.SetCheckerFor(r, checkerOf)
 	prepare(t, r, watGuest(t, "echo"), newEnv(t), nil)
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -483,7 +482,6 @@ func TestClose_thenRunFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wasm.SetCheckerFor(r, checkerOf)
 	p := prepare(t, r, watGuest(t, "echo"), newEnv(t), nil)
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
