@@ -39,26 +39,26 @@ func Match(pattern, name string) bool {
 // cleanName reports whether name is "" or a sequence of non-empty segments
 // separated by single slashes, none of them "." or "..", with no NUL.
 func cleanName(name string) bool {
-	start := 0
-	for i := 0; i <= len(name); i++ {
-		if i < len(name) {
-			c := name[i]
-			if c == 0 {
-				return false
-			}
-			if c != '/' {
-				continue
-			}
-		} else if len(name) == 0 {
-			return true
+	if name == "" {
+		return true
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return false
+	}
+	for {
+		i := strings.IndexByte(name, '/')
+		seg := name
+		if i >= 0 {
+			seg = name[:i]
 		}
-		seg := name[start:i]
 		if seg == "" || seg == "." || seg == ".." {
 			return false
 		}
-		start = i + 1
+		if i < 0 {
+			return true
+		}
+		name = name[i+1:]
 	}
-	return true
 }
 
 // nextSeg returns the segment of s starting at i and the start of the
