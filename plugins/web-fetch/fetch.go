@@ -5,7 +5,7 @@
 // tool's network grant decides where it may go) and returns the status,
 // selected headers and the body as text, truncated to maxBytes.
 //
-// Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -o toolpacks/web/web-fetch.wasm ./plugins/web-fetch
+// Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -buildvcs=false -o toolpacks/web/web-fetch.wasm ./plugins/web-fetch
 package main
 
 import (

@@ -5,7 +5,7 @@
 // fetched through the host's http_request (under the tool's network
 // grant) or given as html.
 //
-// Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -o toolpacks/web/web-links.wasm ./plugins/web-links
+// Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -buildvcs=false -o toolpacks/web/web-links.wasm ./plugins/web-links
 package main
 
 import (

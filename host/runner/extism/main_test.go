@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 		cacheDir = filepath.Join(dir, "cache")
 		for _, g := range guestSources {
 			out := filepath.Join(dir, g.name+".wasm")
-			args := []string{"build", "-trimpath", "-o", out}
+			args := []string{"build", "-trimpath", "-buildvcs=false", "-o", out}
 			if g.reactor {
 				args = append(args, "-buildmode=c-shared")
 			}
