@@ -24,6 +24,12 @@ func (p *prepared) result(c *call, runErr, stopped error) (runner.Result, error)
 		Output: c.stdout.Bytes(),
 		Usage:  abi.Usage{MemoryBytes: memSize},
 	}
+	var budgetErr *abi.Error
+	if c.budget != nil {
+		used := c.budget.Used()
+		res.Usage.Fuel = &used
+		budgetErr = c.budget.Err()
+	}
 	var exit *sys.ExitError
 	isExit := errors.As(runErr, &exit)
 	failed := runErr != nil && !(isExit && exit.ExitCode() == 0)
@@ -38,6 +44,8 @@ func (p *prepared) result(c *call, runErr, stopped error) (runner.Result, error)
 		e = errorf(abi.CodeMemoryLimit, "memory cap of %d bytes reached (the guest asked for %d)", p.limits.MemoryBytes, memAsked)
 	case stopped != nil:
 		return runner.Result{}, fmt.Errorf("call cancelled: %w", stopped)
+	case budgetErr != nil:
+		e = budgetErr
 	case !failed:
 		// Success: exit 0 (or _start returned).
 	case isExit:

@@ -6,13 +6,17 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/agenthost/agenthost/host/internal/meter"
 )
 
 // This file is the one place where stopping a guest is configured: the
 // runtime option that makes wazero check the context, the per-call
 // context with its deadline and cancel causes, and the context-aware
-// sleep. A cheaper instrumented interruption (host/internal/meter) slots
-// in here.
+// sleep. Metered tools (fuel > 0) are also stopped by the meter's refill
+// at the deadline; making every tool metered and dropping
+// WithCloseOnContextDone is the swap this file is kept small for.
 
 // Causes of a stopped call, read back with context.Cause.
 var (
@@ -43,16 +47,6 @@ func callContext(parent context.Context, timeout time.Duration) (ctx context.Con
 // sleeper returns the guest's nanosleep (poll_oneoff clock subscriptions,
 // Go's time.Sleep): a real sleep that returns early when ctx is done, so
 // a sleeping guest is stopped by the timeout like a looping one.
-func sleeper(ctx context.Context) func(ns int64) {
-	return func(ns int64) {
-		if ns <= 0 {
-			return
-		}
-		t := time.NewTimer(time.Duration(ns))
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-	}
+func sleeper(ctx context.Context) sys.Nanosleep {
+	return meter.Nanosleep(ctx)
 }

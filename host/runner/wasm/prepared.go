@@ -16,6 +16,7 @@ import (
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/internal/limitio"
+	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/agenthost/agenthost/host/internal/sandboxfs"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
@@ -61,8 +62,6 @@ func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []
 		cfg = cfg.WithEnv(k, grant.Env[k])
 	}
 	if !limits.Deterministic {
-		// Deterministic keeps wazero's defaults: a fixed fake clock, a
-		// seeded random source and a sleep that returns at once.
 		cfg = cfg.WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader)
 	}
 	return &prepared{
@@ -99,6 +98,7 @@ type call struct {
 	logs    *limitio.Lines
 	denials *sandboxfs.Denials
 	memory  *memoryCap
+	budget  *meter.Budget // nil unless the tool is metered
 	fss     []*sandboxfs.FS
 	stop    context.CancelCauseFunc
 }
@@ -136,10 +136,13 @@ func (p *prepared) moduleConfig(ctx context.Context, c *call, input []byte) waze
 		WithStdout(c.stdout).
 		WithStderr(c.logs).
 		WithFSConfig(fsc)
-	if !p.limits.Deterministic {
-		cfg = cfg.WithNanosleep(sleeper(ctx))
+	if p.limits.Deterministic {
+		// A fixed clock (advancing per reading and by each sleep, without
+		// waiting) and seeded randomness, fresh per call, so a call
+		// replays exactly, fuel included.
+		return meter.DeterministicConfig(cfg, 0)
 	}
-	return cfg
+	return cfg.WithNanosleep(sleeper(ctx))
 }
 
 // close releases the call's mounts (removing its /tmp).
@@ -163,6 +166,10 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		return runner.Result{}, fmt.Errorf("wasm run %s: %w", p.toolID, err)
 	}
 	ctx = experimental.WithMemoryAllocator(ctx, c.memory)
+	if p.limits.Fuel > 0 {
+		c.budget = &meter.Budget{Fuel: p.limits.Fuel}
+		ctx = meter.WithBudget(ctx, c.budget)
+	}
 
 	mod, runErr := p.instantiate(ctx, p.moduleConfig(ctx, c, req.Input))
 	if runErr == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/agenthost/agenthost/host/internal/sandboxfs"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
@@ -47,6 +48,7 @@ type Runner struct {
 	logger hclog.Logger
 	rt     wazero.Runtime
 	cache  wazero.CompilationCache
+	meter  *meter.Cache // instrumented modules of metered tools
 
 	mu       sync.Mutex
 	compiled map[string]*compileEntry // by module SHA-256
@@ -81,10 +83,19 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("wasm runner: instantiate wasi: %w", err)
 	}
+	if err := meter.NewHostModule(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("wasm runner: %w", err)
+	}
+	meterDir := ""
+	if opts.CacheDir != "" {
+		meterDir = filepath.Join(opts.CacheDir, "meter")
+	}
 	return &Runner{
 		logger:   logger.Named("runner.wasm"),
 		rt:       rt,
 		cache:    cache,
+		meter:    meter.NewCache(meterDir),
 		compiled: map[string]*compileEntry{},
 	}, nil
 }
@@ -137,9 +148,6 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if h.EntryPoint != "" && h.EntryPoint != "_start" {
 		return nil, fail(abi.CodeLoadError, "a wasi-command module starts at _start; entryPoint %q is not supported", h.EntryPoint)
 	}
-	if grant.Limits.Fuel != 0 {
-		return nil, fail(abi.CodeLoadError, "fuel metering is not supported by the wasi-command runner; grant fuel 0")
-	}
 	mounts, err := mountPlan(tool, grant)
 	if err != nil {
 		return nil, fail(abi.CodeLoadError, "%v", err)
@@ -150,6 +158,15 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	}
 	if h.SHA256 != "" && !strings.EqualFold(h.SHA256, sum) {
 		return nil, fail(abi.CodeLoadError, "module %s has sha256 %s, manifest says %s", h.Module, sum, h.SHA256)
+	}
+	metered := grant.Limits.Fuel > 0
+	if metered {
+		// A metered tool runs the instrumented module (host/internal/meter),
+		// compiled and cached separately from the plain one.
+		if code, err = r.meter.Instrument(code); err != nil {
+			return nil, fail(abi.CodeLoadError, "instrument %s for fuel metering: %v", h.Module, err)
+		}
+		sum = "metered-" + sum
 	}
 	mod, err := r.compile(ctx, sum, code)
 	if err != nil {

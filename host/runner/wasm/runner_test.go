@@ -330,6 +330,41 @@ func TestLimits_deterministic(t *testing.T) {
 	}
 }
 
+func TestFuel(t *testing.T) {
+	r := newRunner(t)
+	e := newEnv(t)
+	metered := func(fuel uint64) func(*policy.Grant) {
+		return func(g *policy.Grant) { g.Limits.Fuel = fuel; g.Limits.Deterministic = true }
+	}
+	t.Run("loop exhausts its fuel", func(t *testing.T) {
+		p := prepare(t, r, watGuest(t, "loop"), e, metered(1_000_000))
+		res := run(t, p, "{}")
+		if code(res) != abi.CodeFuelExhausted || res.Usage.Fuel == nil || *res.Usage.Fuel != 1_000_000 {
+			t.Fatalf("code %q fuel %v", code(res), res.Usage.Fuel)
+		}
+		if next := run(t, p, benignWAT); next.Err != nil {
+			t.Fatalf("next call: %v", next.Err)
+		}
+	})
+	t.Run("same call costs the same", func(t *testing.T) {
+		p := prepare(t, r, goGuest(t, "goprobe"), e, metered(1_000_000_000))
+		in := `{"strict":true,"ops":[{"op":"read","path":"/workspace/public.txt"},{"op":"now"}]}`
+		a, b := run(t, p, in), run(t, p, in)
+		if a.Err != nil || b.Err != nil || a.Usage.Fuel == nil || b.Usage.Fuel == nil {
+			t.Fatalf("%v %v", a.Err, b.Err)
+		}
+		if *a.Usage.Fuel == 0 || *a.Usage.Fuel != *b.Usage.Fuel {
+			t.Fatalf("fuel %d then %d", *a.Usage.Fuel, *b.Usage.Fuel)
+		}
+	})
+	t.Run("unmetered reports no fuel", func(t *testing.T) {
+		p := prepare(t, r, watGuest(t, "echo"), e, nil)
+		if res := run(t, p, "{}"); res.Usage.Fuel != nil {
+			t.Fatalf("fuel %d reported for an unmetered tool", *res.Usage.Fuel)
+		}
+	})
+}
+
 func TestRun_callerCancel(t *testing.T) {
 	r := newRunner(t)
 	p := prepare(t, r, watGuest(t, "loop"), newEnv(t), nil)
@@ -401,7 +436,6 @@ func TestPrepare_errors(t *testing.T) {
 		}, abi.CodeLoadError, "read module"},
 		{"digest mismatch", func(w *wasmTool) { w.tool.Handler.SHA256 = strings.Repeat("0", 64) }, abi.CodeLoadError, "sha256"},
 		{"not a module", func(w *wasmTool) { _ = os.WriteFile(filepath.Join(w.tool.Dir, "tool.wasm"), []byte("nope"), 0o644) }, abi.CodeLoadError, "compile"},
-		{"fuel not supported", func(w *wasmTool) { w.grant.Limits.Fuel = 1000 }, abi.CodeLoadError, "fuel"},
 		{"denied tool", func(w *wasmTool) { w.grant.Denied = true }, abi.CodePermissionDenied, "denies"},
 		{"mount over /tool", func(w *wasmTool) { w.grant.Mounts = []policy.Mount{{GuestPath: "/tool", Folder: "data"}} }, abi.CodeLoadError, "guest path"},
 		{"mount leaving workspace", func(w *wasmTool) { w.grant.Mounts = []policy.Mount{{GuestPath: "/mnt", Folder: "../x"}} }, abi.CodeLoadError, "leaves"},
