@@ -25,18 +25,21 @@ const (
 // Input is the arguments object of data:csv-to-json: exactly one of CSV
 // and Path.
 type Input struct {
-	CSV       *string `json:"csv,omitempty"`
-	Path      *string `json:"path,omitempty"`
-	Delimiter string  `json:"delimiter,omitempty"`
-	Header    *bool   `json:"header,omitempty"`
-	Typed     bool    `json:"typed,omitempty"`
-	TrimSpace bool    `json:"trimSpace,omitempty"`
-	Comment   string  `json:"comment,omitempty"`
-	MaxRows   *int    `json:"maxRows,omitempty"`
+	CSV        *string `json:"csv,omitempty"`
+	Path       *string `json:"path,omitempty"`
+	Delimiter  string  `json:"delimiter,omitempty"`
+	Header     *bool   `json:"header,omitempty"`
+	Typed      bool    `json:"typed,omitempty"`
+	TrimSpace  bool    `json:"trimSpace,omitempty"`
+	LazyQuotes bool    `json:"lazyQuotes,omitempty"`
+	Comment    string  `json:"comment,omitempty"`
+	MaxRows    *int    `json:"maxRows,omitempty"`
 }
 
 // Output is the result of data:csv-to-json. With a header row, Rows are
-// objects keyed by Columns; without, arrays. RowCount excludes the header.
+// objects keyed by Columns; without (or for empty input), Columns is
+// absent and, without a header, Rows are arrays. RowCount excludes the
+// header.
 type Output struct {
 	Columns   []string `json:"columns,omitempty"`
 	Rows      []any    `json:"rows"`
@@ -51,7 +54,9 @@ type Output struct {
 // fields get the columns "column_N" (1-based), null in the other rows. Empty or repeated header
 // names are made unique the same way ("column_3", "name_2"). With Typed,
 // fields that are JSON numbers (no leading zeros, so "007" stays a string)
-// become numbers and "true"/"false" become booleans.
+// become numbers and "true"/"false" become booleans. Quotes follow RFC
+// 4180 unless LazyQuotes is set, which accepts a quote inside an unquoted
+// field and a stray quote inside a quoted one.
 func Convert(root string, in Input) (Output, error) {
 	delim, err := delimiter(in.Delimiter)
 	if err != nil {
@@ -82,7 +87,7 @@ func Convert(root string, in Input) (Output, error) {
 	r.Comma = delim
 	r.Comment = comment
 	r.FieldsPerRecord = -1
-	r.LazyQuotes = true
+	r.LazyQuotes = in.LazyQuotes
 	r.TrimLeadingSpace = in.TrimSpace
 	r.ReuseRecord = false
 
@@ -115,9 +120,6 @@ func Convert(root string, in Input) (Output, error) {
 		}
 		out.Rows = append(out.Rows, makeRow(rec, &out.Columns, header, in.Typed))
 		out.RowCount++
-	}
-	if header && out.Columns == nil {
-		out.Columns = []string{}
 	}
 	if header {
 		fillMissing(out.Rows, out.Columns)
