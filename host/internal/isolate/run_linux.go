@@ -27,8 +27,8 @@ import (
 // be started.
 func Run(ctx context.Context, c *Config) (Exit, error) {
 	type started struct {
-		pid int
-		err error
+		proc *os.Process
+		err  error
 	}
 	type waited struct {
 		state *os.ProcessState
@@ -67,7 +67,7 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 			startc <- started{err: err}
 			return
 		}
-		startc <- started{pid: cmd.Process.Pid}
+		startc <- started{proc: cmd.Process}
 		// Waiting on this thread keeps it alive as long as the child:
 		// Pdeathsig fires when the forking thread exits.
 		werr := cmd.Wait()
@@ -82,9 +82,14 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 	select {
 	case w = <-waitc:
 	case <-ctx.Done():
-		killed = true
-		kill(s.pid, c.Namespaces)
-		w = <-waitc
+		select {
+		case w = <-waitc:
+			// It exited on its own just as ctx ended.
+		default:
+			killed = true
+			kill(s.proc, c.Namespaces)
+			w = <-waitc
+		}
 	}
 	if w.state == nil {
 		return Exit{}, fmt.Errorf("wait %s: %w", c.Path, w.err)
@@ -99,11 +104,12 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 // kill ends the child and, without a PID namespace, its process group.
 // In a PID namespace the child is its init: killing it makes the kernel
 // kill every other process of the namespace before the child is reaped.
-func kill(pid int, pidns bool) {
+func kill(p *os.Process, pidns bool) {
 	if !pidns {
-		_ = unix.Kill(-pid, unix.SIGKILL)
+		_ = unix.Kill(-p.Pid, unix.SIGKILL)
 	}
-	_ = unix.Kill(pid, unix.SIGKILL)
+	// Through the pidfd: never a recycled pid.
+	_ = p.Kill()
 }
 
 // command builds the exec.Cmd for c: the prlimit wrapper when rlimits are
