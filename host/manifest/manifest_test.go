@@ -140,7 +140,7 @@ func TestParse(t *testing.T) {
 		{name: "wasm bad abi", patch: func(m map[string]any) { handler(m)["abi"] = "wasi" }, pointer: "/handler/abi", reason: `"wasi-command", "extism"`},
 		{name: "wasm without module", patch: func(m map[string]any) { delete(handler(m), "module") }, pointer: "/handler/module"},
 		{name: "wasi-command entry point", patch: func(m map[string]any) { handler(m)["entryPoint"] = "run" }, pointer: "/handler/entryPoint", reason: "applies only to abi"},
-		{name: "script field on wasm", patch: func(m map[string]any) { handler(m)["language"] = "python" }, pointer: "/handler/language", reason: "not allowed"},
+		{name: "script field on wasm", patch: func(m map[string]any) { handler(m)["language"] = "python" }, pointer: "/handler/language", reason: `language does not apply to handler type "wasm"`},
 		{name: "bad sha256", patch: func(m map[string]any) { handler(m)["sha256"] = strings.Repeat("A", 64) }, pointer: "/handler/sha256"},
 		{name: "bad output format", patch: func(m map[string]any) { handler(m)["outputFormat"] = "xml" }, pointer: "/handler/outputFormat"},
 		{name: "config not strings", patch: func(m map[string]any) { handler(m)["config"] = map[string]any{"n": 1} }, pointer: "/handler/config/n"},

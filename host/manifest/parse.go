@@ -62,7 +62,7 @@ func Parse(data []byte, path string) (*Tool, error) {
 		return nil, fmt.Errorf("compile the embedded manifest schema: %w", err)
 	}
 	if aerr := ms.Validate(doc); aerr != nil {
-		return nil, schemaError(path, aerr)
+		return nil, schemaError(path, refine(doc, aerr))
 	}
 	t := &Tool{}
 	if err := json.Unmarshal(data, t); err != nil {
@@ -99,6 +99,59 @@ func schemaError(path string, aerr *abi.Error) *Error {
 		reason += "; at " + p + ": " + fe.Message
 	}
 	return newError(path, first.Pointer, reason, nil)
+}
+
+// refine replaces the generic schema messages of a few fields with the
+// clearer ones of the Go checks (the tool ID and version grammar, the
+// relative-path rule, fields of another handler type).
+func refine(doc any, aerr *abi.Error) *abi.Error {
+	d, ok := aerr.Details.(schema.Details)
+	if !ok {
+		return aerr
+	}
+	top, _ := doc.(map[string]any)
+	handler, _ := top["handler"].(map[string]any)
+	str := func(m map[string]any, k string) (string, bool) {
+		v, ok := m[k].(string)
+		return v, ok
+	}
+	out := make([]schema.FieldError, len(d.Errors))
+	msgs := make([]string, len(d.Errors))
+	for i, fe := range d.Errors {
+		switch {
+		case fe.Pointer == "/toolId":
+			if v, ok := str(top, "toolId"); ok {
+				if err := ValidID(v); err != nil {
+					fe.Message = err.Error()
+				}
+			}
+		case fe.Pointer == "/version":
+			if v, ok := str(top, "version"); ok {
+				if err := ValidVersion(v); err != nil {
+					fe.Message = err.Error()
+				}
+			}
+		case strings.HasPrefix(fe.Pointer, "/handler/") && handler != nil:
+			field := strings.TrimPrefix(fe.Pointer, "/handler/")
+			typ, _ := str(handler, "type")
+			switch field {
+			case "module", "scriptPath", "workflow":
+				if v, ok := str(handler, field); ok {
+					if err := checkRelPath(v); err != nil {
+						fe.Message = field + ": " + err.Error()
+						break
+					}
+				}
+				fallthrough
+			default:
+				if strings.HasSuffix(fe.Message, "is not allowed here") {
+					fe.Message = fmt.Sprintf("%s does not apply to handler type %q", field, typ)
+				}
+			}
+		}
+		out[i], msgs[i] = fe, fe.Message
+	}
+	return &abi.Error{Code: aerr.Code, Message: strings.Join(msgs, "; "), Details: schema.Details{Errors: out}}
 }
 
 // decodeStrict decodes exactly one JSON value with exact numbers, and
