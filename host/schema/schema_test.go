@@ -168,7 +168,7 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "array item", value: `{"player_id": 1, "tags": ["a", 2]}`,
-			wantMsg: "'tags/1' must be a string, got a number", pointers: []string{"/tags/1"},
+			wantMsg: "parameter 'tags/1' must be a string, got a number", pointers: []string{"/tags/1"},
 		},
 		{
 			name: "several errors", value: `{"playerId": 1, "season": 2024}`,

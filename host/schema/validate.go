@@ -219,13 +219,10 @@ func (s *Schema) noun(loc []string) string {
 
 // subject names the value at loc in a message.
 func (s *Schema) subject(loc []string) string {
-	switch len(loc) {
-	case 0:
+	if len(loc) == 0 {
 		return "the value"
-	case 1:
-		return s.noun(nil) + " " + quote(loc[0])
 	}
-	return quote(pointer(loc)[1:])
+	return s.noun(nil) + " " + quote(pointer(loc)[1:])
 }
 
 // ratText renders a number from the validator as decimal text.
