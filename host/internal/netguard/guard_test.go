@@ -16,6 +16,7 @@ import (
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/internal/netguard"
+	"github.com/agenthost/agenthost/host/policy"
 )
 
 // hosts is a test allowlist: "*" allows everything, "*.x" any subdomain
@@ -335,6 +336,42 @@ func TestNetwork_caps(t *testing.T) {
 			}
 			if int64(len(body)) > g.MaxResponseBytes() {
 				t.Fatalf("read %d bytes past the cap", len(body))
+			}
+		})
+	}
+}
+
+func TestForGrant(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer srv.Close()
+	rule, err := policy.ParseHostRule("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := netguard.Options{Dial: loopbackDial(nil), AllowPrivate: true}
+	tests := []struct {
+		name   string
+		grant  *policy.Grant
+		reason string // "" = allowed
+	}{
+		{"granted with private addresses", &policy.Grant{Hosts: []policy.HostRule{rule}, AllowPrivate: true}, ""},
+		{"AllowPrivate comes from the grant, not the options", &policy.Grant{Hosts: []policy.HostRule{rule}}, "loopback address"},
+		{"no host rules", &policy.Grant{AllowPrivate: true}, "not in the allowlist"},
+		{"denied tool", &policy.Grant{Hosts: []policy.HostRule{rule}, AllowPrivate: true, Denied: true}, "not in the allowlist"},
+		{"nil grant", nil, "not in the allowlist"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := netguard.ForGrant(tc.grant, opts)
+			_, body, err := get(context.Background(), g, srv.URL)
+			if tc.reason == "" {
+				if err != nil || string(body) != "ok" {
+					t.Fatalf("got %q, %v", body, err)
+				}
+				return
+			}
+			if ae := g.Error(err, nil); ae == nil || ae.Code != abi.CodePermissionDenied || !strings.Contains(ae.Message, tc.reason) {
+				t.Fatalf("err = %v, want PERMISSION_DENIED with %q", err, tc.reason)
 			}
 		})
 	}
