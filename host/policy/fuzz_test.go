@@ -72,3 +72,39 @@ func FuzzPolicyGlob(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHostRule checks that ParseHostRule never panics, that what it
+// accepts prints back to an equal rule, and that AllowsHost never panics
+// and never admits a host the rule's own name cannot match.
+func FuzzHostRule(f *testing.F) {
+	for _, s := range [][2]string{
+		{"api.example.com", "api.example.com"},
+		{"*.example.com", "a.b.example.com"},
+		{"https://api.example.com:8443", "API.example.com."},
+		{"[::1]:8080", "[::1]"},
+		{"10.0.0.7", "0x0a000007"},
+		{"*", "127.1"},
+	} {
+		f.Add(s[0], s[1], "https", 443)
+	}
+	f.Fuzz(func(t *testing.T, rule, host, scheme string, port int) {
+		r, err := ParseHostRule(rule)
+		if err != nil {
+			return
+		}
+		back, err := ParseHostRule(r.String())
+		if err != nil || back != r {
+			t.Fatalf("ParseHostRule(%q) = %+v, whose String %q parses to %+v, %v", rule, r, r.String(), back, err)
+		}
+		g := &Grant{Hosts: []HostRule{r}}
+		if g.AllowsHost(scheme, host, port) {
+			if scheme != SchemeHTTP && scheme != SchemeHTTPS {
+				t.Fatalf("AllowsHost admitted scheme %q", scheme)
+			}
+			h := strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+			if looksLikeIP(h) != looksLikeIP(r.Host) {
+				t.Fatalf("rule %q admitted %q across IP and name", rule, host)
+			}
+		}
+	})
+}
