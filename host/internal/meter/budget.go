@@ -149,10 +149,10 @@ func settleFunc(ctx context.Context, _ api.Module, stack []uint64) {
 // wazero-based SDK can register (the Extism SDK's
 // NewHostFunctionWithStack takes exactly these parts).
 type HostFunc struct {
-	Name    string
-	Params  []api.ValueType
-	Results []api.ValueType
-	Func    api.GoFunc
+	Name    string          // RefillName or SettleName
+	Params  []api.ValueType // parameter types
+	Results []api.ValueType // result types
+	Func    api.GoFunc      // the implementation; reads the Budget from ctx
 }
 
 // HostFuncs returns the functions an instrumented module imports from
