@@ -77,7 +77,7 @@ func (c *Cache) load(key string) []byte {
 		return nil
 	}
 	b, err := os.ReadFile(c.path(key))
-	if err != nil || !bytes.HasPrefix(b, wasmHeader) {
+	if err != nil || !bytes.HasPrefix(b, []byte(wasmHeader)) {
 		return nil
 	}
 	return b

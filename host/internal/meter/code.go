@@ -84,8 +84,6 @@ type rewriter struct {
 	counter          uint32   // index of the fuel counter global
 	refill           uint32   // index of the refill import
 	local            uint32   // index of the counter local of the current body
-	typeParams       []uint32 // number of parameters of each type
-	funcTypes        []uint32 // type index of each defined function
 
 	stack   []frame
 	charges []insert // segment charges, in position order

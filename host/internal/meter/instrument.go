@@ -56,13 +56,24 @@ const (
 )
 
 // sectionRank orders sections as the binary format requires (data count
-// sits between element and code).
-var sectionRank = [...]int{
-	secType: 1, secImport: 2, secFunction: 3, secTable: 4, secMemory: 5, secGlobal: 6,
-	secExport: 7, secStart: 8, secElement: 9, secDataCount: 10, secCode: 11, secData: 12,
+// sits between element and code); 0 marks an unknown id.
+func sectionRank(id byte) int {
+	switch {
+	case id >= secType && id <= secElement:
+		return int(id)
+	case id == secDataCount:
+		return 10
+	case id == secCode, id == secData:
+		return int(id) + 1
+	}
+	return 0
 }
 
-var wasmHeader = []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
+// lastRank is the rank after every section's.
+const lastRank = 13
+
+// wasmHeader is the magic number and version of a binary module.
+const wasmHeader = "\x00asm\x01\x00\x00\x00"
 
 // section is one section of the input module, its payload not copied.
 type section struct {
@@ -117,12 +128,12 @@ func Instrument(wasm []byte) ([]byte, error) {
 // parseModule splits wasm into sections and counts types, functions and
 // globals.
 func parseModule(wasm []byte) (*module, error) {
-	if len(wasm) < len(wasmHeader) || !bytes.Equal(wasm[:len(wasmHeader)], wasmHeader) {
+	if !bytes.HasPrefix(wasm, []byte(wasmHeader)) {
 		return nil, errors.New("not a WebAssembly 1.0 binary module")
 	}
 	m := &module{}
 	r := &reader{b: wasm, pos: len(wasmHeader)}
-	lastRank := 0
+	prevRank := 0
 	for !r.eof() {
 		id, _ := r.byte()
 		size, err := r.u32()
@@ -142,13 +153,14 @@ func parseModule(wasm []byte) (*module, error) {
 			m.sections = append(m.sections, s)
 			continue
 		}
-		if int(id) >= len(sectionRank) || sectionRank[id] == 0 {
+		rank := sectionRank(id)
+		if rank == 0 {
 			return nil, fmt.Errorf("unknown section id %d", id)
 		}
-		if sectionRank[id] <= lastRank {
+		if rank <= prevRank {
 			return nil, fmt.Errorf("section %d out of order or repeated", id)
 		}
-		lastRank = sectionRank[id]
+		prevRank = rank
 		m.sections = append(m.sections, s)
 		pr := &reader{b: payload}
 		switch id {
@@ -313,7 +325,7 @@ func (m *module) rewrite(sizeHint int) ([]byte, error) {
 	// input, before the first section ranked after them.
 	required := func(before int) error {
 		for _, id := range []byte{secType, secImport, secFunction, secGlobal, secExport, secCode} {
-			if sectionRank[id] < before && !emitted[id] {
+			if sectionRank(id) < before && !emitted[id] {
 				var err error
 				if buf, err = w.section(m, id, nil, buf[:0], typeRefill, typeSettle, typeVoid, settleImport, settleFunc); err != nil {
 					return err
@@ -342,7 +354,7 @@ func (m *module) rewrite(sizeHint int) ([]byte, error) {
 			}
 			continue
 		}
-		if err := required(sectionRank[s.id]); err != nil {
+		if err := required(sectionRank(s.id)); err != nil {
 			return nil, err
 		}
 		var err error
@@ -352,7 +364,7 @@ func (m *module) rewrite(sizeHint int) ([]byte, error) {
 		out = appendSection(out, s.id, buf)
 		emitted[s.id] = true
 	}
-	if err := required(len(sectionRank) + 1); err != nil {
+	if err := required(lastRank); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -574,9 +586,16 @@ func (w *rewriter) exports(r *reader, count func() (uint32, error), dst []byte, 
 		if err != nil {
 			return nil, err
 		}
-		if kind == 0x00 {
+		switch kind {
+		case 0x00:
 			if idx, err = w.funcIndex(idx); err != nil {
 				return nil, fmt.Errorf("export %q: %w", name, err)
+			}
+		case 0x03:
+			// The counter global is appended after the module's own: an
+			// export of its index would hand it to other modules.
+			if idx >= w.numGlobals {
+				return nil, fmt.Errorf("export %q: global index %d out of range (%d globals)", name, idx, w.numGlobals)
 			}
 		}
 		dst = appendName(dst, name)

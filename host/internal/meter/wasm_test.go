@@ -79,6 +79,9 @@ func TestInstrument_rejects(t *testing.T) {
 			sec(6, vec([]byte{0x7e, 1, 0x42, 0, 0x0b})),
 			sec(7, vec(cat(str(meter.CounterExport), []byte{3, 0}))),
 		), "reserved"},
+		{"export of the counter's global index", module(
+			sec(7, vec(cat(str("g"), []byte{3, 0}))),
+		), "global index 0 out of range"},
 		{"global index of the counter", oneFunc(noLocals, 0x42, 0, 0x24, 0), "global index 0 out of range"},
 		{"local index of the counter local", oneFunc(noLocals, 0x42, 5, 0x21, 0), "local index 0 out of range"},
 		{"call out of range", oneFunc(noLocals, 0x10, 1), "function index 1 out of range"},

@@ -1,0 +1,82 @@
+package meter_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agenthost/agenthost/host/internal/meter"
+)
+
+// TestCache checks the three paths of Cache.Instrument: computed, read
+// back from disk by a new Cache (a second process), and recomputed when
+// the stored file is not a module.
+func TestCache(t *testing.T) {
+	wasm := readFile(t, "testdata/wat/features.wasm")
+	want := instrument(t, wasm)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "meter-v"+meter.Version+"-"+meter.Key(wasm)+".wasm")
+
+	tests := []struct {
+		name  string
+		setup func(t *testing.T)
+		dir   string
+	}{
+		{"memory only", func(*testing.T) {}, ""},
+		{"computed and stored", func(*testing.T) {}, dir},
+		{"read from disk", func(t *testing.T) {
+			// Replace the stored module by a marked copy: a hit returns it.
+			if err := os.WriteFile(path, append(bytes.Clone(want), 0, 4, 'h', 'i', 't', '!'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, dir},
+		{"torn file recomputed", func(t *testing.T) {
+			if err := os.WriteFile(path, []byte("garbage"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, dir},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.setup(t)
+			c := meter.NewCache(tc.dir)
+			got, err := c.Instrument(wasm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := c.Instrument(wasm)
+			if err != nil || !bytes.Equal(again, got) {
+				t.Fatalf("second call: %v, equal %v", err, bytes.Equal(again, got))
+			}
+			hit := bytes.HasSuffix(got, []byte("hit!"))
+			if wantHit := tc.name == "read from disk"; hit != wantHit {
+				t.Fatalf("disk hit = %v, want %v", hit, wantHit)
+			}
+			if !hit && !bytes.Equal(got, want) {
+				t.Fatal("cached module differs from Instrument's")
+			}
+			if tc.dir != "" {
+				stored, err := os.ReadFile(path)
+				if err != nil || !bytes.Equal(stored, got) {
+					t.Fatalf("stored file: %v, equal %v", err, bytes.Equal(stored, got))
+				}
+			}
+		})
+	}
+	if meter.Key(wasm) == meter.Key(append(bytes.Clone(wasm), 0)) {
+		t.Error("Key ignores the module bytes")
+	}
+}
+
+// TestCache_error returns Instrument's error for a bad module and caches
+// nothing.
+func TestCache_error(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := meter.NewCache(dir).Instrument([]byte("not wasm")); err == nil {
+		t.Fatal("no error")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("stored %d files for a bad module", len(entries))
+	}
+}
