@@ -77,13 +77,13 @@ type insert struct {
 // rewriter meters function bodies of one module. Its fields are fixed for
 // the module; the scratch slices are reused across bodies.
 type rewriter struct {
-	numImportedFuncs uint32   // imported functions of the original module
-	numFuncs         uint32   // all functions of the original module
-	numGlobals       uint32   // all globals of the original module
-	addedFuncs       uint32   // functions imported by the pass, shifting defined ones
-	counter          uint32   // index of the fuel counter global
-	refill           uint32   // index of the refill import
-	local            uint32   // index of the counter local of the current body
+	numImportedFuncs uint32 // imported functions of the original module
+	numFuncs         uint32 // all functions of the original module
+	numGlobals       uint32 // all globals of the original module
+	addedFuncs       uint32 // functions imported by the pass, shifting defined ones
+	counter          uint32 // index of the fuel counter global
+	refill           uint32 // index of the refill import
+	local            uint32 // index of the counter local of the current body
 
 	stack   []frame
 	charges []insert // segment charges, in position order
