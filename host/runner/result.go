@@ -46,20 +46,22 @@ func ExitFailure(status uint32, stdout []byte, logs []string) *abi.Error {
 
 // Refused applies the SPEC §4 rule: a failed call that saw refused
 // accesses fails with PERMISSION_DENIED, whatever the guest made of the
-// refusal. The refusal lines and the original code go into Details. A nil
-// err (success) or no refusals returns err unchanged.
-func Refused(err *abi.Error, denials []string) *abi.Error {
+// refusal. denials holds the (first) refusal lines and count the number
+// of refusals, which may be larger; both and the original code go into
+// Details. A nil err (success) or no refusals returns err unchanged.
+func Refused(err *abi.Error, denials []string, count int) *abi.Error {
 	if err == nil || len(denials) == 0 || err.Code == abi.CodePermissionDenied {
 		return err
 	}
+	count = max(count, len(denials))
 	msg := denials[0]
-	if n := len(denials); n > 1 {
-		msg = fmt.Sprintf("%s (and %d more)", msg, n-1)
+	if count > 1 {
+		msg = fmt.Sprintf("%s (and %d more)", msg, count-1)
 	}
 	return &abi.Error{
 		Code:    abi.CodePermissionDenied,
 		Message: fmt.Sprintf("%s; the call then failed with %s: %s", msg, err.Code, err.Message),
-		Details: map[string]any{"denied": denials, "cause": err.Code},
+		Details: map[string]any{"denied": denials, "deniedCount": count, "cause": err.Code},
 	}
 }
 

@@ -36,15 +36,15 @@ func TestExitFailure(t *testing.T) {
 
 func TestRefused(t *testing.T) {
 	base := abi.Errorf(abi.CodeToolError, "exit status 1")
-	if got := runner.Refused(base, nil); got != base {
+	if got := runner.Refused(base, nil, 0); got != base {
 		t.Fatalf("no denials changed the error: %v", got)
 	}
-	if got := runner.Refused(nil, []string{"denied: x"}); got != nil {
+	if got := runner.Refused(nil, []string{"denied: x"}, 1); got != nil {
 		t.Fatalf("success became %v", got)
 	}
-	got := runner.Refused(base, []string{"denied: open /etc/passwd (read)", "denied: y"})
+	got := runner.Refused(base, []string{"denied: open /etc/passwd (read)", "denied: y"}, 7)
 	if got.Code != abi.CodePermissionDenied || !strings.Contains(got.Message, "/etc/passwd") ||
-		!strings.Contains(got.Message, "and 1 more") || !strings.Contains(got.Message, "TOOL_ERROR") {
+		!strings.Contains(got.Message, "and 6 more") || !strings.Contains(got.Message, "TOOL_ERROR") {
 		t.Fatalf("got %v", got)
 	}
 }

@@ -19,11 +19,17 @@ type Checker interface {
 	CanList(root policy.Root, relDir string) bool
 }
 
+// MaxDenialLines is how many refusal lines a [Denials] keeps; later
+// refusals are only counted, so a guest probing in a loop cannot grow the
+// host's memory.
+const MaxDenialLines = 100
+
 // Denials records the accesses refused during one call. It is safe for
 // concurrent use.
 type Denials struct {
 	mu     sync.Mutex
 	lines  []string
+	count  int
 	onDeny func(line string)
 }
 
@@ -37,7 +43,10 @@ func NewDenials(onDeny func(line string)) *Denials {
 // "denied: open /workspace/secret.txt (read)".
 func (d *Denials) Record(line string) {
 	d.mu.Lock()
-	d.lines = append(d.lines, line)
+	d.count++
+	if len(d.lines) < MaxDenialLines {
+		d.lines = append(d.lines, line)
+	}
 	hook := d.onDeny
 	d.mu.Unlock()
 	if hook != nil {
@@ -49,10 +58,10 @@ func (d *Denials) Record(line string) {
 func (d *Denials) Count() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.lines)
+	return d.count
 }
 
-// Lines returns a copy of the refusal lines so far.
+// Lines returns a copy of the first [MaxDenialLines] refusal lines.
 func (d *Denials) Lines() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -470,6 +470,17 @@ func TestNew_invalid(t *testing.T) {
 	}
 }
 
+func TestDenials_bounded(t *testing.T) {
+	hooked := 0
+	d := sandboxfs.NewDenials(func(string) { hooked++ })
+	for range sandboxfs.MaxDenialLines + 50 {
+		d.Record("denied: x")
+	}
+	if d.Count() != sandboxfs.MaxDenialLines+50 || len(d.Lines()) != sandboxfs.MaxDenialLines || hooked != d.Count() {
+		t.Fatalf("count %d lines %d hooked %d", d.Count(), len(d.Lines()), hooked)
+	}
+}
+
 func TestDenials_hook(t *testing.T) {
 	var got []string
 	d := sandboxfs.NewDenials(func(line string) { got = append(got, line) })
