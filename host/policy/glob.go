@@ -188,12 +188,21 @@ func ValidatePattern(p string) error {
 		return fmt.Errorf("pattern longer than %d bytes", maxPatternLen)
 	case p[0] == '/':
 		return fmt.Errorf("%q is absolute; patterns are relative to their root", p)
-	case strings.ContainsAny(p, "\\\x00"):
+	case strings.IndexByte(p, '\\') >= 0 || strings.IndexByte(p, 0) >= 0:
 		return fmt.Errorf("%q contains a backslash or NUL; use forward slashes", p)
 	case !utf8.ValidString(p):
 		return fmt.Errorf("%q is not valid UTF-8", p)
 	}
-	for seg := range strings.SplitSeq(p, "/") {
+	for rest := p; rest != ""; {
+		seg := rest
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			seg, rest = rest[:i], rest[i+1:]
+			if rest == "" {
+				return fmt.Errorf("%q has an empty segment", p)
+			}
+		} else {
+			rest = ""
+		}
 		switch {
 		case seg == "":
 			return fmt.Errorf("%q has an empty segment", p)

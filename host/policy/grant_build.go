@@ -52,13 +52,18 @@ func (p *Policy) Grant(t *manifest.Tool, env func(string) (string, bool)) *Grant
 		ToolDir:       t.Dir,
 		CacheDir:      toolCacheDir(p.CacheDir, t.ToolID),
 		AllowDegraded: p.Isolation.AllowDegraded,
-		Read:          []PathRule{{Root: RootTool, Pattern: "**"}, {Root: RootTmp, Pattern: "**"}},
-		Write:         []PathRule{{Root: RootTmp, Pattern: "**"}},
 	}
 	sc := t.SecurityContext
 	if sc == nil {
 		sc = &manifest.SecurityContext{}
 	}
+	nr, nw := 2, 1
+	if fa := sc.FileAccess; fa != nil {
+		nr += len(fa.AllowRead)
+		nw += len(fa.AllowWrite)
+	}
+	g.Read = append(make([]PathRule, 0, nr), PathRule{Root: RootTool, Pattern: "**"}, PathRule{Root: RootTmp, Pattern: "**"})
+	g.Write = append(make([]PathRule, 0, nw), PathRule{Root: RootTmp, Pattern: "**"})
 	if tp.Deny {
 		g.Limits = p.grantLimits(g, tp.Limits, sc.Limits)
 		g.Denied = true
@@ -182,7 +187,7 @@ func pruneRules(rules []PathRule) []PathRule {
 	if len(rules) <= 2 {
 		return rules
 	}
-	out := rules[:0:0]
+	var out []PathRule
 	for i, r := range rules {
 		covered := false
 		for j, o := range rules {
@@ -194,9 +199,15 @@ func pruneRules(rules []PathRule) []PathRule {
 				break
 			}
 		}
-		if !covered {
+		switch {
+		case covered && out == nil:
+			out = append(make([]PathRule, 0, len(rules)), rules[:i]...)
+		case !covered && out != nil:
 			out = append(out, r)
 		}
+	}
+	if out == nil {
+		return rules // nothing pruned
 	}
 	return out
 }
@@ -402,9 +413,16 @@ func tighter(g, t int64) int64 {
 }
 
 // mergeConfig overlays the policy's per-tool config on handler.config.
+// When only one side has entries its map is shared, not copied: a Grant
+// is immutable.
 func mergeConfig(base, over map[string]string) map[string]string {
-	if len(base) == 0 && len(over) == 0 {
+	switch {
+	case len(base) == 0 && len(over) == 0:
 		return nil
+	case len(over) == 0:
+		return base
+	case len(base) == 0:
+		return over
 	}
 	m := make(map[string]string, len(base)+len(over))
 	for k, v := range base {
@@ -440,7 +458,11 @@ func toolCacheDir(cacheDir, id string) string {
 	if !ok {
 		ns, name = "_", id
 	}
-	return filepath.Join(cacheDir, "tools", sanitizeSegment(ns), sanitizeSegment(name))
+	sep := string(filepath.Separator)
+	if !filepath.IsAbs(cacheDir) || strings.Contains(cacheDir, sep+sep) || strings.HasSuffix(cacheDir, sep) {
+		return filepath.Join(cacheDir, "tools", sanitizeSegment(ns), sanitizeSegment(name))
+	}
+	return cacheDir + sep + "tools" + sep + sanitizeSegment(ns) + sep + sanitizeSegment(name)
 }
 
 func sanitizeSegment(s string) string {

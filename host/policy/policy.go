@@ -24,6 +24,9 @@ const (
 // The zero value is the most restrictive policy: the current directory as
 // workspace, no reads or writes beyond $TOOL, $TMP and $CACHE, no network,
 // no environment, the built-in limits and no instance pools.
+//
+// A Policy is data: Grant only reads it, so any number of goroutines may
+// call Grant at once as long as nobody modifies the Policy meanwhile.
 type Policy struct {
 	// Workspace is the folder relative fileAccess paths are in. Load makes
 	// it absolute (relative to the policy file); "" is the current
