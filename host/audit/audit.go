@@ -13,7 +13,8 @@ import (
 )
 
 // Entry is one tool to audit: a loaded tool with its effective grant, or a
-// manifest that failed to load (LoadError set; Tool may be nil).
+// manifest that failed to load (LoadError set; Tool may be nil). An entry
+// with neither a Tool nor a LoadError is ignored.
 type Entry struct {
 	Tool      *manifest.Tool
 	Grant     *policy.Grant // nil is reported as nothing granted
