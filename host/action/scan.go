@@ -50,7 +50,7 @@ type frame struct {
 	inner     int    // offset after the start tag
 	role      int
 	attrs     []attr
-	kids      []kid
+	kidStart  int // this element's children start at parser.kids[kidStart]
 	textStart int // where this element's text starts in parser.buf
 	lo, hi    int // significant text in parser.buf; lo < 0 when none
 	noteMark  int // len(parser.notes) when the element opened
@@ -65,7 +65,8 @@ type parser struct {
 	calls  []Call
 	notes  []string
 	stack  []frame
-	buf    []byte
+	kids   []kid  // children of all open elements, innermost last
+	buf    []byte // text of all open elements, innermost last
 	form   int
 	afterB bool // the previous call element was a form B <tool_id>
 	skip   bool // inside a run of ignored text directly under ACTION
@@ -76,6 +77,8 @@ type parser struct {
 func (p *parser) run(body int) (int, *perr) {
 	s, lim := p.s, p.limit
 	p.stack = make([]frame, 1, 8)
+	p.kids = make([]kid, 0, 16)
+	p.buf = make([]byte, 0, 512)
 	p.stack[0] = frame{role: roleAction, lo: -1, pos: p.start}
 	i := body
 	var err *perr

@@ -165,7 +165,7 @@ func (p *parser) open(name string, pos, inner int, attrs []attr, empty bool) *pe
 			"elements are nested deeper than the limit of %d levels", p.o.MaxDepth)
 	}
 	parent := p.top()
-	f := frame{name: name, pos: pos, inner: inner, role: roleParam, textStart: len(p.buf), lo: -1, noteMark: len(p.notes)}
+	f := frame{name: name, pos: pos, inner: inner, role: roleParam, textStart: len(p.buf), kidStart: len(p.kids), lo: -1, noteMark: len(p.notes)}
 	if !qname(name) {
 		if parent.role == roleAction {
 			return failf(pos, hintFormB, "<%s> is not a valid XML element name", name)
@@ -315,23 +315,27 @@ func (p *parser) endTag(i int) (next int, done bool, err *perr) {
 // close pops the top element, whose content ends at end, and hands its
 // value to its parent.
 func (p *parser) close(end int) *perr {
-	err := p.closeTop(end)
 	f := &p.stack[len(p.stack)-1]
+	k, keep, err := p.closeTop(f, end)
 	p.buf = p.buf[:f.textStart]
+	p.kids = p.kids[:f.kidStart]
 	*f = frame{} // drop references held by the popped frame
 	p.stack = p.stack[:len(p.stack)-1]
+	if keep {
+		p.kids = append(p.kids, k)
+	}
 	return err
 }
 
-// closeTop builds the value of the top element and hands it to its parent
-// (the frame below it) or to the calls.
-func (p *parser) closeTop(end int) *perr {
-	f := &p.stack[len(p.stack)-1]
+// closeTop builds the value of element f, the top of the stack. A call goes
+// to p.calls; a value is returned as a kid for the parent (keep true).
+func (p *parser) closeTop(f *frame, end int) (k kid, keep bool, err *perr) {
+	kids := p.kids[f.kidStart:]
 	switch f.role {
 	case roleTool:
-		args, err := p.object(f.attrs, f.kids, f.name)
+		args, err := p.object(f.attrs, kids, f.name)
 		if err != nil {
-			return err
+			return k, false, err
 		}
 		p.calls = append(p.calls, Call{Tool: f.name, Args: args})
 	case roleToolID:
@@ -340,29 +344,28 @@ func (p *parser) closeTop(end int) *perr {
 			id = string(p.buf[f.lo:f.hi])
 		}
 		if id == "" {
-			return failf(f.pos, "write <tool_id>namespace:name</tool_id>", "empty <tool_id>")
+			return k, false, failf(f.pos, "write <tool_id>namespace:name</tool_id>", "empty <tool_id>")
 		}
 		p.notesAttrs(f)
 		p.calls = append(p.calls, Call{Tool: id, Args: map[string]any{}})
 	case roleInputs:
-		args, err := p.object(f.attrs, f.kids, f.name)
+		args, err := p.object(f.attrs, kids, f.name)
 		if err != nil {
-			return err
+			return k, false, err
 		}
 		p.calls[len(p.calls)-1].Args = args
 	default:
-		v, err := p.value(f, end)
+		v, err := p.value(f, kids, end)
 		if err != nil {
-			return err
+			return k, false, err
 		}
 		name := f.name
 		if f.role == roleInput {
 			name = f.key
 		}
-		parent := &p.stack[len(p.stack)-2]
-		parent.kids = append(parent.kids, kid{name: name, val: v, pos: f.pos})
+		return kid{name: name, val: v, pos: f.pos}, true, nil
 	}
-	return nil
+	return k, false, nil
 }
 
 func (p *parser) notesAttrs(f *frame) {
@@ -373,28 +376,28 @@ func (p *parser) notesAttrs(f *frame) {
 
 // value applies rules 15 and 16 to a closed parameter element whose
 // content ends at end.
-func (p *parser) value(f *frame, end int) (any, *perr) {
+func (p *parser) value(f *frame, kids []kid, end int) (any, *perr) {
 	hasText := f.lo >= 0
 	switch {
-	case hasText && len(f.kids) > 0:
+	case hasText && len(kids) > 0:
 		p.notes = p.notes[:f.noteMark] // the children's values are discarded with their notes
 		p.notesAttrs(f)
 		return rawRef{from: f.inner, to: end}, nil
 	case hasText:
 		p.notesAttrs(f)
 		return string(p.buf[f.lo:f.hi]), nil
-	case len(f.kids) > 0:
-		for _, k := range f.kids {
+	case len(kids) > 0:
+		for _, k := range kids {
 			if k.name != "item" {
-				return p.object(f.attrs, f.kids, f.name)
+				return p.object(f.attrs, kids, f.name)
 			}
 		}
 		if len(f.attrs) > 0 {
 			return nil, failf(f.attrs[0].pos, "drop the attributes, or wrap the list: <"+f.name+"><items>…</items></"+f.name+">",
 				"<%s> holds an <item> list and attributes; a list cannot carry attributes", f.name)
 		}
-		list := make([]any, len(f.kids))
-		for n, k := range f.kids {
+		list := make([]any, len(kids))
+		for n, k := range kids {
 			list[n] = p.materialize(k.val)
 		}
 		return list, nil
