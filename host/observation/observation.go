@@ -39,7 +39,11 @@ func Error(tool string, e *abi.Error) string {
 	msg := strings.TrimSpace(e.Message)
 	switch e.Code {
 	case abi.CodeMalformedAction:
-		return "Observation: Error - Malformed ACTION block" + position(e) + ": " + msg + hint(e) +
+		pos := position(e)
+		if strings.HasPrefix(msg, "line ") { // the parser's message already says where
+			pos = ""
+		}
+		return "Observation: Error - Malformed ACTION block" + pos + ": " + msg + hint(e) +
 			" Nothing was run; send the corrected ACTION block."
 	case abi.CodeUnknownTool:
 		return fmt.Sprintf("Observation: Error - Unknown tool '%s': %s", tool, msg)

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/policy"
+	"github.com/hashicorp/go-hclog"
+)
+
+// command is one subcommand: its flags are registered on fs, then run is
+// called with the positional arguments.
+type command struct {
+	name    string
+	usage   string
+	summary string
+	flags   func(fs *flag.FlagSet, e *env)
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+// env carries what every command shares: streams, global flags, and the
+// host built from them on demand.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	dirs     multiFlag
+	policy   string
+	logLevel string
+	logJSON  bool
+	log      hclog.Logger
+
+	// per-command flags
+	asJSON       bool
+	format       string
+	compact      bool
+	writeDigests bool
+}
+
+// commands is the command table, in help order.
+func commands() []command {
+	return []command{
+		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
+		execCommand(), auditCommand(), promptCommand(), validateCommand(),
+	}
+}
+
+// usageError is bad command-line usage: exit 2, with a hint.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// exitError carries an exit code for a result already printed.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// configError is an unreadable or invalid policy file: exit 2.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+func (e configError) Unwrap() error { return e.err }
+
+// run is the whole CLI; main only maps its result to os.Exit.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	err := dispatch(ctx, e, args)
+	return exitCode(err, stderr)
+}
+
+// exitCode is the one place that maps errors to exit codes.
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	var ee exitError
+	var ce configError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "agenthost: %s\nRun 'agenthost help' for usage.\n", ue.msg)
+		return 2
+	case errors.As(err, &ce):
+		fmt.Fprintf(stderr, "agenthost: %s\n", ce.err)
+		return 2
+	}
+	fmt.Fprintf(stderr, "agenthost: %s\n", err)
+	return 1
+}
+
+func dispatch(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		printHelp(e.stdout)
+		if len(args) == 0 {
+			return usageError{"no command given"}
+		}
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.Var(&e.dirs, "dir", "toolpack folder (repeatable; default ./toolpacks)")
+		fs.StringVar(&e.policy, "policy", "", "operator policy file (JSON or YAML)")
+		fs.StringVar(&e.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error, off")
+		fs.BoolVar(&e.logJSON, "log-json", false, "log as JSON lines")
+		if c.flags != nil {
+			c.flags(fs, e)
+		}
+		pos, err := parseInterleaved(fs, args[1:])
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(e.stdout, "usage: agenthost %s\n\n%s\n\nflags:\n", c.usage, c.summary)
+			fs.SetOutput(e.stdout)
+			fs.PrintDefaults()
+			return nil
+		}
+		if err != nil {
+			return usageError{fmt.Sprintf("%s: %s", c.name, err)}
+		}
+		lvl := hclog.LevelFromString(e.logLevel)
+		if lvl == hclog.NoLevel {
+			return usageError{fmt.Sprintf("unknown log level %q", e.logLevel)}
+		}
+		e.log = hclog.New(&hclog.LoggerOptions{Name: "agenthost", Level: lvl, Output: e.stderr, JSONFormat: e.logJSON})
+		return c.run(ctx, e, pos)
+	}
+	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+}
+
+// parseInterleaved lets flags come before or after positional arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "agenthost hosts LLM-agent tools in a WebAssembly sandbox.")
+	fmt.Fprintln(w, "\nusage: agenthost <command> [flags] [args]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-40s %s\n", c.usage, c.summary)
+	}
+	fmt.Fprintln(w, "\nglobal flags: --dir DIR (repeatable, default ./toolpacks), --policy FILE, --log-level LEVEL, --log-json")
+	fmt.Fprintln(w, "exit codes: 0 success, 1 tool or call failure, 2 usage or policy error")
+}
+
+// loadPolicy reads --policy, or returns the built-in default.
+func (e *env) loadPolicy() (*policy.Policy, error) {
+	if e.policy == "" {
+		return policy.Default(), nil
+	}
+	p, err := policy.Load(e.policy)
+	if err != nil {
+		return nil, configError{err}
+	}
+	return p, nil
+}
+
+func (e *env) toolDirs() []string {
+	if len(e.dirs) == 0 {
+		return []string{"toolpacks"}
+	}
+	return e.dirs
+}
+
+// newHost builds a host from the global flags.
+func (e *env) newHost(ctx context.Context) (*host.Host, error) {
+	p, err := e.loadPolicy()
+	if err != nil {
+		return nil, err
+	}
+	h, err := host.New(ctx, host.Options{Dirs: e.toolDirs(), Policy: p, Logger: e.log})
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	return h, nil
+}
+
+// printJSON writes v as indented JSON to stdout.
+func (e *env) printJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string { return strings.Join(*m, ",") }
+
+func (m *multiFlag) Set(v string) error {
+	*m = append(*m, v)
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
