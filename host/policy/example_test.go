@@ -62,3 +62,29 @@ func ExampleParseHostRule() {
 	fmt.Println(r, err)
 	// Output: https://api.example.com <nil>
 }
+
+func ExampleParse() {
+	_, err := policy.Parse([]byte(`
+fileAccess: {allowWrite: ["../**"]}
+tools:
+  "core:echo": {denyy: true}
+requireSignature: true
+`), "policy.yaml")
+	fmt.Println(err)
+	// Output:
+	// policy policy.yaml: /tools/core:echo: additional properties 'denyy' not allowed
+}
+
+func ExampleGrant_CanList() {
+	g := &policy.Grant{Read: []policy.PathRule{{Root: policy.RootWorkspace, Pattern: "data/**"}}}
+	for _, dir := range []string{".", "data", "data/2024", "secret"} {
+		fmt.Println(dir, g.CanList(policy.RootWorkspace, dir))
+	}
+	fmt.Println(g.Allows(policy.RootWorkspace, "secret.txt", false))
+	// Output:
+	// . true
+	// data true
+	// data/2024 true
+	// secret false
+	// false
+}

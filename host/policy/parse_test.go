@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -234,5 +235,33 @@ func TestValidate_handMade(t *testing.T) {
 	}
 	if err := (&policy.Policy{}).Validate(); err != nil {
 		t.Errorf("zero Policy: Validate() = %v", err)
+	}
+}
+
+// TestPolicy_jsonRoundTrip checks that a Policy marshals to a document its
+// own schema accepts and that parsing it gives the same policy back, so
+// the Go types and abi/policy.schema.json agree.
+func TestPolicy_jsonRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	for _, doc := range []string{"", fullYAML, `tools: {"a:b": {env: [], fileAccess: {allowRead: []}, networkAccess: {allowPrivateAddresses: false}}}`} {
+		p, err := policy.Parse([]byte(doc), filepath.Join(dir, "p.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := policy.Parse(b, filepath.Join(dir, "p.json"))
+		if err != nil {
+			t.Fatalf("re-parse %s: %v", b, err)
+		}
+		b2, _ := json.Marshal(q)
+		if string(b) != string(b2) {
+			t.Errorf("round trip changed the policy:\n%s\n%s", b, b2)
+		}
+		if tp, ok := q.Tools["a:b"]; ok && (tp.Env == nil || tp.FileAccess.AllowRead == nil || tp.FileAccess.AllowWrite != nil || tp.NetworkAccess.AllowPrivateAddresses == nil) {
+			t.Errorf("round trip lost the difference between absent and empty: %+v", tp)
+		}
 	}
 }
