@@ -49,6 +49,7 @@ func (e *errWriter) printf(format string, args ...any) {
 	}
 }
 
+// String formats the summary as one line: "3 tools, 1 denied, ...".
 func (s Summary) String() string {
 	return fmt.Sprintf("%d %s, %d denied, %d with denials, %d with risk flags, %d %s",
 		s.Tools, plural(s.Tools, "tool", "tools"), s.Denied, s.WithDenials, s.WithRisks,
