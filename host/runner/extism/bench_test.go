@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"sort"
 	"testing"
+	"time"
 
 	extismsdk "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/agenthost/agenthost/host/runner"
 	"github.com/agenthost/agenthost/host/runner/extism"
 )
@@ -43,172 +46,278 @@ func checkEcho(b *testing.B, out []byte) {
 	}
 }
 
-// BenchmarkEcho compares, for the same Go JSON echo:
+// pairedCalls runs each call in turn, b.N rounds, and reports the median
+// of each as "<name>-µs" and the ratio of each median to the first as
+// "<name>/<first>". Interleaving keeps the ratios meaningful on a shared,
+// noisy machine, where sequential sub-benchmarks see different loads.
+func pairedCalls(b *testing.B, names []string, calls []func()) {
+	b.Helper()
+	times := make([][]time.Duration, len(calls))
+	for _, c := range calls {
+		c() // warm up
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j, c := range calls {
+			start := time.Now()
+			c()
+			times[j] = append(times[j], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	medians := make([]float64, len(calls))
+	for j, ts := range times {
+		sort.Slice(ts, func(a, c int) bool { return ts[a] < ts[c] })
+		medians[j] = float64(ts[len(ts)/2].Nanoseconds()) / 1e3
+		b.ReportMetric(medians[j], names[j]+"-µs")
+	}
+	for j := 1; j < len(calls); j++ {
+		b.ReportMetric(medians[j]/medians[0], names[j]+"/"+names[0])
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkEchoPaired measures the same paths as BenchmarkEcho
+// interleaved, and reports medians and ratios: "reused" compares the ABI
+// cost per call on one instance (SPEC §9: Extism within 1.2x of raw
+// wazero), "fresh" the cost of a call in a new instance.
+func BenchmarkEchoPaired(b *testing.B) {
+	ctx := context.Background()
+	cache := benchCache(b)
+	raw := rawReused(b, ctx, cache, false)
+	rawMetered := rawReused(b, ctx, cache, true)
+	p := echoPrepared(b, ctx)
+	ours, closeOurs, err := extism.Reused(ctx, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closeOurs()
+	c := sdkCompiled(b, ctx, cache)
+	sdk, err := c.Instance(ctx, extismsdk.PluginInstanceConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sdk.Close(ctx)
+	b.Run("reused", func(b *testing.B) {
+		pairedCalls(b, []string{"raw", "rawmetered", "extism", "gosdk"}, []func(){
+			func() { checkEcho(b, raw()) },
+			func() { checkEcho(b, rawMetered()) },
+			func() {
+				out, aerr := ours(benchInput)
+				if aerr != nil {
+					b.Fatal(aerr)
+				}
+				checkEcho(b, out)
+			},
+			func() {
+				_, out, err := sdk.Call("call", benchInput)
+				if err != nil {
+					b.Fatal(err)
+				}
+				checkEcho(b, out)
+			},
+		})
+	})
+	wasi := wasiFresh(b, ctx, cache)
+	b.Run("fresh", func(b *testing.B) {
+		pairedCalls(b, []string{"wasi", "extism", "gosdk"}, []func(){
+			func() { checkEcho(b, wasi()) },
+			func() {
+				res, err := p.Run(ctx, runner.Request{Input: benchInput})
+				if err != nil || res.Err != nil {
+					b.Fatal(err, res.Err)
+				}
+				checkEcho(b, res.Output)
+			},
+			func() {
+				inst, err := c.Instance(ctx, extismsdk.PluginInstanceConfig{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, out, err := inst.Call("call", benchInput)
+				inst.Close(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				checkEcho(b, out)
+			},
+		})
+	})
+}
+
+// rawReused returns a call of the raw-wazero echo on one instance; with
+// metered, the module is instrumented by host/internal/meter as the
+// runners' modules are, to separate the meter's cost from the ABI's.
+func rawReused(b *testing.B, ctx context.Context, cache wazero.CompilationCache, metered bool) func() []byte {
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
+	b.Cleanup(func() { rt.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	code := readGuest(b, "rawecho")
+	if metered {
+		var err error
+		if code, err = meter.Instrument(code); err != nil {
+			b.Fatal(err)
+		}
+		if err := meter.NewHostModule(ctx, rt); err != nil {
+			b.Fatal(err)
+		}
+		ctx = meter.WithBudget(ctx, &meter.Budget{})
+	}
+	mod, err := rt.InstantiateWithConfig(ctx, code, wazero.NewModuleConfig().WithStartFunctions("_initialize"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	malloc, echo, free := mod.ExportedFunction("malloc"), mod.ExportedFunction("echo"), mod.ExportedFunction("free")
+	mem := mod.Memory()
+	return func() []byte {
+		r, err := malloc.Call(ctx, uint64(len(benchInput)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := uint32(r[0])
+		mem.Write(p, benchInput)
+		r, err = echo.Call(ctx, uint64(p), uint64(len(benchInput)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		q, n := uint32(r[0]>>32), uint32(r[0])
+		view, _ := mem.Read(q, n)
+		out := append([]byte(nil), view...)
+		free.Call(ctx, uint64(p))
+		free.Call(ctx, uint64(q))
+		return out
+	}
+}
+
+// echoPrepared prepares the PDK echo on a new runner.
+func echoPrepared(b *testing.B, ctx context.Context) runner.Prepared {
+	r, err := extism.New(ctx, extism.Options{CacheDir: cacheDir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close(ctx) })
+	tool := toolFor(guests["echo"], "call")
+	p, err := r.Prepare(ctx, tool, grantFor(tool))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// sdkCompiled compiles the PDK echo with go-sdk's defaults.
+func sdkCompiled(b *testing.B, ctx context.Context, cache wazero.CompilationCache) *extismsdk.CompiledPlugin {
+	manifest := extismsdk.Manifest{Wasm: []extismsdk.Wasm{extismsdk.WasmData{Data: readGuest(b, "echo")}}}
+	c, err := extismsdk.NewCompiledPlugin(ctx, manifest, extismsdk.PluginConfig{
+		EnableWasi:    true,
+		RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(cache),
+	}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close(ctx) })
+	return c
+}
+
+// wasiFresh returns a call of the wasi-command echo in a new instance.
+func wasiFresh(b *testing.B, ctx context.Context, cache wazero.CompilationCache) func() []byte {
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true))
+	b.Cleanup(func() { rt.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	compiled, err := rt.CompileModule(ctx, readGuest(b, "wasiecho"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() []byte {
+		var out bytes.Buffer
+		mod, err := rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName("").
+			WithStdin(bytes.NewReader(benchInput)).WithStdout(&out))
+		if err != nil {
+			b.Fatal(err)
+		}
+		mod.Close(ctx)
+		return out.Bytes()
+	}
+}
+
+// BenchmarkEcho measures, one after the other, for the same Go JSON echo:
 //   - raw wazero with a reused instance (the SPEC §9 reference path);
 //   - this runner's Extism ABI on a reused instance (ABI cost per call);
 //   - go-sdk v1.7.1 with a reused plugin;
 //   - this runner's Run (a fresh instance per call, as the product runs);
 //   - go-sdk with a fresh instance per call;
 //   - a wasi-command on raw wazero, fresh instance per call.
+//
+// On a shared machine prefer BenchmarkEchoPaired's ratios.
 func BenchmarkEcho(b *testing.B) {
 	ctx := context.Background()
 	cache := benchCache(b)
-
-	b.Run("raw-wazero-reused", func(b *testing.B) {
-		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
-		defer rt.Close(ctx)
-		wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-		mod, err := rt.InstantiateWithConfig(ctx, readGuest(b, "rawecho"), wazero.NewModuleConfig().WithStartFunctions("_initialize"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		malloc, echo, free := mod.ExportedFunction("malloc"), mod.ExportedFunction("echo"), mod.ExportedFunction("free")
-		mem := mod.Memory()
-		call := func() []byte {
-			r, err := malloc.Call(ctx, uint64(len(benchInput)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			p := uint32(r[0])
-			mem.Write(p, benchInput)
-			r, err = echo.Call(ctx, uint64(p), uint64(len(benchInput)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			q, n := uint32(r[0]>>32), uint32(r[0])
-			view, _ := mem.Read(q, n)
-			out := append([]byte(nil), view...)
-			free.Call(ctx, uint64(p))
-			free.Call(ctx, uint64(q))
-			return out
-		}
-		checkEcho(b, call())
+	loop := func(b *testing.B, call func()) {
+		call()
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			call()
 		}
+	}
+	b.Run("raw-wazero-reused", func(b *testing.B) {
+		raw := rawReused(b, ctx, cache, false)
+		loop(b, func() { checkEcho(b, raw()) })
 	})
-
-	r, err := extism.New(ctx, extism.Options{CacheDir: cacheDir})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close(ctx)
-	tool := toolFor(guests["echo"], "call")
-	p, err := r.Prepare(ctx, tool, grantFor(tool))
-	if err != nil {
-		b.Fatal(err)
-	}
-
+	p := echoPrepared(b, ctx)
 	b.Run("agenthost-extism-reused", func(b *testing.B) {
 		call, closeFn, err := extism.Reused(ctx, p)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer closeFn()
-		out, aerr := call(benchInput)
-		if aerr != nil {
-			b.Fatal(aerr)
-		}
-		checkEcho(b, out)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			call(benchInput)
-		}
+		loop(b, func() {
+			out, aerr := call(benchInput)
+			if aerr != nil {
+				b.Fatal(aerr)
+			}
+			checkEcho(b, out)
+		})
 	})
-
-	sdkPlugin := func(b *testing.B) *extismsdk.CompiledPlugin {
-		manifest := extismsdk.Manifest{Wasm: []extismsdk.Wasm{extismsdk.WasmData{Data: readGuest(b, "echo")}}}
-		c, err := extismsdk.NewCompiledPlugin(ctx, manifest, extismsdk.PluginConfig{
-			EnableWasi:    true,
-			RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(cache),
-		}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { c.Close(ctx) })
-		return c
-	}
-
 	b.Run("go-sdk-reused", func(b *testing.B) {
-		c := sdkPlugin(b)
-		inst, err := c.Instance(ctx, extismsdk.PluginInstanceConfig{})
+		inst, err := sdkCompiled(b, ctx, cache).Instance(ctx, extismsdk.PluginInstanceConfig{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer inst.Close(ctx)
-		_, out, err := inst.Call("call", benchInput)
-		if err != nil {
-			b.Fatal(err)
-		}
-		checkEcho(b, out)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			inst.Call("call", benchInput)
-		}
-	})
-
-	b.Run("agenthost-extism-run-fresh", func(b *testing.B) {
-		res, err := p.Run(ctx, runner.Request{Input: benchInput})
-		if err != nil || res.Err != nil {
-			b.Fatal(err, res.Err)
-		}
-		checkEcho(b, res.Output)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			p.Run(ctx, runner.Request{Input: benchInput})
-		}
-	})
-
-	b.Run("go-sdk-fresh", func(b *testing.B) {
-		c := sdkPlugin(b)
-		once := func() []byte {
-			inst, err := c.Instance(ctx, extismsdk.PluginInstanceConfig{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer inst.Close(ctx)
+		loop(b, func() {
 			_, out, err := inst.Call("call", benchInput)
 			if err != nil {
 				b.Fatal(err)
 			}
-			return out
-		}
-		checkEcho(b, once())
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			once()
-		}
+			checkEcho(b, out)
+		})
 	})
-
-	b.Run("wasi-command-fresh", func(b *testing.B) {
-		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true))
-		defer rt.Close(ctx)
-		wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-		compiled, err := rt.CompileModule(ctx, readGuest(b, "wasiecho"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		once := func() []byte {
-			var out bytes.Buffer
-			mod, err := rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName("").
-				WithStdin(bytes.NewReader(benchInput)).WithStdout(&out))
+	b.Run("agenthost-extism-run-fresh", func(b *testing.B) {
+		loop(b, func() {
+			res, err := p.Run(ctx, runner.Request{Input: benchInput})
+			if err != nil || res.Err != nil {
+				b.Fatal(err, res.Err)
+			}
+			checkEcho(b, res.Output)
+		})
+	})
+	b.Run("go-sdk-fresh", func(b *testing.B) {
+		c := sdkCompiled(b, ctx, cache)
+		loop(b, func() {
+			inst, err := c.Instance(ctx, extismsdk.PluginInstanceConfig{})
 			if err != nil {
 				b.Fatal(err)
 			}
-			mod.Close(ctx)
-			return out.Bytes()
-		}
-		checkEcho(b, once())
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			once()
-		}
+			_, out, err := inst.Call("call", benchInput)
+			inst.Close(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			checkEcho(b, out)
+		})
+	})
+	b.Run("wasi-command-fresh", func(b *testing.B) {
+		wasi := wasiFresh(b, ctx, cache)
+		loop(b, func() { checkEcho(b, wasi()) })
 	})
 }
