@@ -363,27 +363,56 @@ func mapsKeys(m map[string]string) func(func(string) bool) {
 	}
 }
 
-// compareVersions orders SemVer strings numerically where they are
-// numeric ("1.10.0" after "1.9.0"), falling back to string order.
+// compareVersions orders SemVer strings: the core numerically ("1.10.0"
+// after "1.9.0"), a pre-release before its release, build metadata
+// ignored, and plain string order as the last word (also for anything that
+// is not SemVer).
 func compareVersions(a, b string) int {
-	as, bs := strings.FieldsFunc(a, isSep), strings.FieldsFunc(b, isSep)
+	ac, apre := splitVersion(a)
+	bc, bpre := splitVersion(b)
+	if c := compareDotted(ac, bc); c != 0 {
+		return c
+	}
+	switch {
+	case apre == "" && bpre != "":
+		return 1
+	case apre != "" && bpre == "":
+		return -1
+	}
+	return cmp.Or(compareDotted(apre, bpre), cmp.Compare(a, b))
+}
+
+// splitVersion returns the core and pre-release parts of a version.
+func splitVersion(v string) (core, pre string) {
+	v, _, _ = strings.Cut(v, "+")
+	core, pre, _ = strings.Cut(v, "-")
+	return core, pre
+}
+
+// compareDotted compares dot-separated identifiers, numerically where
+// both are numbers.
+func compareDotted(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
 	for i := 0; i < len(as) && i < len(bs); i++ {
 		x, errx := strconv.ParseUint(as[i], 10, 64)
 		y, erry := strconv.ParseUint(bs[i], 10, 64)
 		var c int
-		if errx == nil && erry == nil {
+		switch {
+		case errx == nil && erry == nil:
 			c = cmp.Compare(x, y)
-		} else {
+		case errx == nil:
+			c = -1 // numeric identifiers sort before alphanumeric ones
+		case erry == nil:
+			c = 1
+		default:
 			c = cmp.Compare(as[i], bs[i])
 		}
 		if c != 0 {
 			return c
 		}
 	}
-	return cmp.Or(cmp.Compare(len(as), len(bs)), cmp.Compare(a, b))
+	return cmp.Compare(len(as), len(bs))
 }
-
-func isSep(r rune) bool { return r == '.' || r == '-' || r == '+' }
 
 // String formats limit values for text and Markdown; zero fields are
 // left out ("-" when all are).
