@@ -33,17 +33,20 @@ type benchGuest struct {
 	want string
 }
 
+// interruptCase is one way of running a guest.
+type interruptCase struct {
+	name   string
+	r      wazero.Runtime
+	wasm   []byte
+	budget func() *meter.Budget
+}
+
 func benchInterruption(b *testing.B, g benchGuest) {
 	orig := g.wasm(b)
 	metered := instrument(b, orig)
 	plain := newRuntime(b, nil)
 	closing := newRuntime(b, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
-	cases := []struct {
-		name   string
-		r      wazero.Runtime
-		wasm   []byte
-		budget func() *meter.Budget
-	}{
+	cases := []interruptCase{
 		{"unlimited", plain, orig, nil},
 		{"timeout", plain, metered, func() *meter.Budget { return &meter.Budget{} }},
 		{"fuel", plain, metered, func() *meter.Budget { return &meter.Budget{Fuel: 1 << 50} }},
@@ -56,23 +59,7 @@ func benchInterruption(b *testing.B, g benchGuest) {
 			var fuel uint64
 			cpu0 := cpuTime()
 			for b.Loop() {
-				ctx := context.Background()
-				if tc.name != "unlimited" {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, benchTimeout)
-					defer cancel()
-				}
-				var bud *meter.Budget
-				if tc.budget != nil {
-					bud = tc.budget()
-					ctx = meter.WithBudget(ctx, bud)
-				}
-				if err := g.run(ctx, tc.r, c); err != nil {
-					b.Fatal(err)
-				}
-				if bud != nil {
-					fuel = bud.Used()
-				}
+				fuel = runCase(b, g, tc, c)
 			}
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 			if fuel > 0 {
@@ -80,6 +67,61 @@ func benchInterruption(b *testing.B, g benchGuest) {
 			}
 		})
 	}
+	// The ratios of SPEC §9, measured on a shared machine: each op runs
+	// every case once, back to back, so that load from other processes
+	// falls on all of them alike, and reports each case's CPU time and
+	// its ratio to the unlimited run of the same op.
+	b.Run("interleaved", func(b *testing.B) {
+		compiled := make([]wazero.CompiledModule, len(cases))
+		for i, tc := range cases {
+			compiled[i] = compile(b, tc.r, tc.wasm)
+		}
+		b.ResetTimer()
+		sums := make([]float64, len(cases))
+		ratios := make([]float64, len(cases))
+		for b.Loop() {
+			var base float64
+			for i, tc := range cases {
+				cpu0 := cpuTime()
+				runCase(b, g, tc, compiled[i])
+				d := float64(cpuTime() - cpu0)
+				if i == 0 {
+					base = d
+				}
+				sums[i] += d
+				ratios[i] += d / base
+			}
+		}
+		for i, tc := range cases {
+			b.ReportMetric(sums[i]/float64(b.N)/1e6, tc.name+"-cpu-ms")
+			if i > 0 {
+				b.ReportMetric(ratios[i]/float64(b.N), tc.name+"-x")
+			}
+		}
+	})
+}
+
+// runCase runs the guest once as tc says and returns the fuel used (0
+// when not metered).
+func runCase(b *testing.B, g benchGuest, tc interruptCase, c wazero.CompiledModule) uint64 {
+	ctx := context.Background()
+	if tc.name != "unlimited" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, benchTimeout)
+		defer cancel()
+	}
+	var bud *meter.Budget
+	if tc.budget != nil {
+		bud = tc.budget()
+		ctx = meter.WithBudget(ctx, bud)
+	}
+	if err := g.run(ctx, tc.r, c); err != nil {
+		b.Fatal(err)
+	}
+	if bud == nil {
+		return 0
+	}
+	return bud.Used()
 }
 
 // cpuTime returns the process's user and system CPU time in
