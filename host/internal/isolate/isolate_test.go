@@ -5,6 +5,9 @@ package isolate
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
+	"strconv"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -120,5 +123,59 @@ func TestProtectionsNamed(t *testing.T) {
 		if !names[n] {
 			t.Errorf("missing protection %s", n)
 		}
+	}
+}
+
+func TestRunEgress(t *testing.T) {
+	f := requireFeatures(t, true, true)
+	if !f.Egress {
+		t.Skip("egress needs a root host")
+	}
+	host, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	got := make(chan string, 4)
+	egress := func(l net.Listener) []string {
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				b, _ := io.ReadAll(c)
+				got <- string(b)
+				c.Close()
+			}
+		}()
+		return []string{"EGRESS_PORT=" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)}
+	}
+	hostPort := strconv.Itoa(host.Addr().(*net.TCPAddr).Port)
+	// The first connect reaches the egress listener; the second, to a
+	// listener in the host's namespace, must fail.
+	script := `echo via-egress >/dev/tcp/127.0.0.1/$EGRESS_PORT || exit 3
+if echo direct >/dev/tcp/127.0.0.1/` + hostPort + `; then exit 4; fi
+exit 0`
+	var errb bytes.Buffer
+	ex, err := Run(context.Background(), &Config{Path: "/usr/bin/bash", Args: []string{"-c", script}, Dir: "/",
+		Stderr: &errb, Landlock: true, Namespaces: true, UID: 65534, Egress: egress,
+		Rules: []Rule{{Path: "/usr", Access: Read | Exec}, {Path: "/lib", Access: Read | Exec}, {Path: "/lib64", Access: Read | Exec},
+			{Path: "/etc/ld.so.cache", Access: Read}, {Path: "/dev/null", Access: Read | Write}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Code != 0 {
+		t.Fatalf("exit %d: %s", ex.Code, errb.String())
+	}
+	if s := <-got; s != "via-egress\n" {
+		t.Fatalf("egress listener got %q", s)
+	}
+	if err := host.(*net.TCPListener).SetDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := host.Accept(); err == nil {
+		c.Close()
+		t.Fatal("the child reached a listener outside its namespace")
 	}
 }

@@ -65,11 +65,11 @@ func fileRules(g *policy.Grant, tmp string) ([]isolate.Rule, []Widening) {
 	var rules []isolate.Rule
 	var ws []Widening
 	add := func(pr policy.PathRule, write bool) {
+		if pr.Root == policy.RootTmp {
+			return // $TMP is always granted read-write, below.
+		}
 		base := rootDir(g, pr.Root, tmp)
 		if base == "" {
-			if pr.Root == policy.RootTmp && tmp == "" {
-				return // $TMP is per call; always granted read-write.
-			}
 			ws = append(ws, Widening{Rule: pr, Write: write, Reason: "root " + string(pr.Root) + " has no folder"})
 			return
 		}
