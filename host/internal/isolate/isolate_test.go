@@ -7,10 +7,10 @@ import (
 	"context"
 	"io"
 	"net"
-	"strconv"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
