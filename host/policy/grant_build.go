@@ -26,6 +26,11 @@ const (
 	CapFuel           = "limits.fuel"
 )
 
+// maxRequestItems bounds each requested list (reads, writes, mounts,
+// hosts, env) so that a hostile manifest cannot make Grant slow; items
+// beyond it are denied.
+const maxRequestItems = 256
+
 // Guest paths of the roots in a WASI guest (SPEC §4). Mounts may not
 // shadow them.
 var reservedGuestPaths = [...]string{"/workspace", "/tool", "/cache", "/tmp"}
@@ -97,10 +102,10 @@ func (p *Policy) Grant(t *manifest.Tool, env func(string) (string, bool)) *Grant
 	}
 
 	if fa := sc.FileAccess; fa != nil {
-		for _, s := range fa.AllowRead {
+		for _, s := range g.capped(CapRead, fa.AllowRead) {
 			g.Read = g.grantPath(g.Read, CapRead, s, readC, readWhere, false)
 		}
-		for _, s := range fa.AllowWrite {
+		for _, s := range g.capped(CapWrite, fa.AllowWrite) {
 			g.Write = g.grantPath(g.Write, CapWrite, s, writeC, writeWhere, true)
 		}
 		g.Read = pruneRules(g.Read)
@@ -108,12 +113,12 @@ func (p *Policy) Grant(t *manifest.Tool, env func(string) (string, bool)) *Grant
 		g.grantMounts(fa.Mounts)
 	}
 	if na := sc.NetworkAccess; na != nil {
-		for _, s := range na.AllowHosts {
+		for _, s := range g.capped(CapNetwork, na.AllowHosts) {
 			g.grantHost(s, hostsC, hostsWhere)
 		}
 		g.AllowPrivate = private && len(g.Hosts) > 0
 	}
-	g.grantEnv(sc.Env, envC, envWhere, env)
+	g.grantEnv(g.capped(CapEnv, sc.Env), envC, envWhere, env)
 	g.Limits = p.grantLimits(g, tp.Limits, sc.Limits)
 	g.Config = mergeConfig(t.Handler.Config, tp.Config)
 	return g
@@ -176,6 +181,16 @@ func (g *Grant) grantPath(rules []PathRule, capName, req string, ceiling []strin
 	return rules
 }
 
+// capped returns the first maxRequestItems items, denying the rest.
+func (g *Grant) capped(capName string, items []string) []string {
+	if len(items) <= maxRequestItems {
+		return items
+	}
+	g.Denials = append(g.Denials, Denial{Capability: capName, Requested: strconv.Itoa(len(items)-maxRequestItems) + " more entries",
+		Reason: "only the first " + strconv.Itoa(maxRequestItems) + " entries of a list are considered"})
+	return items[:maxRequestItems]
+}
+
 func (g *Grant) deny(rules []PathRule, capName, req, reason string) []PathRule {
 	g.Denials = append(g.Denials, Denial{Capability: capName, Requested: req, Reason: reason})
 	return rules
@@ -223,7 +238,7 @@ func (g *Grant) grantMounts(mounts map[string]string) {
 		guests = append(guests, gp)
 	}
 	slices.Sort(guests)
-	for _, gp := range guests {
+	for _, gp := range g.capped(CapMounts, guests) {
 		folder := mounts[gp]
 		req := gp + " -> " + folder
 		if reason := checkGuestPath(gp); reason != "" {

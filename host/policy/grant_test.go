@@ -547,3 +547,33 @@ func TestGrant_cacheDirSanitised(t *testing.T) {
 		}
 	}
 }
+
+func TestGrant_hostileRequestIsBounded(t *testing.T) {
+	p := parse(t, `fileAccess: {allowRead: ["data/**", "docs/*/x*y*z/**"]}
+networkAccess: {allowHosts: ["*"]}
+env: [A]`)
+	var reads, hosts, env []string
+	for i := 0; i < 1000; i++ {
+		reads = append(reads, strings.Repeat("**/*a*b*/", 50)+"x")
+		hosts = append(hosts, "h"+strings.Repeat("x", i%50)+".example.com")
+		env = append(env, "A")
+	}
+	g := p.Grant(tool("t:x", &manifest.SecurityContext{
+		FileAccess:    &manifest.FileAccess{AllowRead: reads},
+		NetworkAccess: &manifest.NetworkAccess{AllowHosts: hosts},
+		Env:           env,
+	}), noEnv)
+	var capped []string
+	for _, d := range g.Denials {
+		if strings.HasSuffix(d.Requested, "more entries") {
+			capped = append(capped, d.Capability+" "+d.Requested)
+		}
+	}
+	want := []string{"fileAccess.allowRead 744 more entries", "networkAccess.allowHosts 744 more entries", "env 744 more entries"}
+	if !slices.Equal(capped, want) {
+		t.Errorf("capped lists = %q, want %q", capped, want)
+	}
+	if len(g.Hosts) != 50 || len(g.EnvNames) != 1 {
+		t.Errorf("granted %d hosts and %q, want 50 distinct hosts and [A]", len(g.Hosts), g.EnvNames)
+	}
+}
