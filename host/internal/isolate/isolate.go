@@ -90,6 +90,9 @@ type Exit struct {
 	Signal syscall.Signal
 	// Killed is set when Run killed the child because its context ended.
 	Killed bool
+	// MaxRSS is the peak resident set of the child (and of the
+	// descendants it waited for), in bytes; 0 when unknown.
+	MaxRSS uint64
 }
 
 // Features is what the running kernel and system offer.

@@ -98,6 +98,9 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 	if ws, ok := w.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		ex.Signal = ws.Signal()
 	}
+	if ru, ok := w.state.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 0 {
+		ex.MaxRSS = uint64(ru.Maxrss) << 10 // Linux reports KiB
+	}
 	return ex, nil
 }
 

@@ -139,7 +139,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	if err != nil {
 		return runner.Result{}, fmt.Errorf("script %s: %w", p.tool.ToolID, err)
 	}
-	res := runner.Result{Output: stdout.Bytes(), Usage: abi.Usage{MemoryBytes: lim.MemoryBytes}}
+	res := runner.Result{Output: stdout.Bytes(), Usage: abi.Usage{MemoryBytes: ex.MaxRSS}}
 	res.Err = p.classify(ex, context.Cause(tctx), lim, time.Since(start), res.Output, logs)
 	if guard != nil && guard.Denials() > 0 {
 		last := guard.LastDenial()

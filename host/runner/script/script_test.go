@@ -152,6 +152,9 @@ func TestRunEcho(t *testing.T) {
 			if string(res.Output) != tc.want {
 				t.Fatalf("output %s, want %s", res.Output, tc.want)
 			}
+			if res.Usage.MemoryBytes < 1<<20 || res.Usage.MemoryBytes > 256<<20 {
+				t.Fatalf("usage.memoryBytes %d is not a plausible interpreter peak RSS", res.Usage.MemoryBytes)
+			}
 			if len(res.Logs) == 0 || !strings.HasPrefix(res.Logs[0], "isolation: applied landlock") {
 				t.Fatalf("logs do not say which protections applied: %q", res.Logs)
 			}
