@@ -106,6 +106,9 @@ func toJSON(data []byte, name string) ([]byte, error) {
 	if isYAML {
 		j, err := yaml.YAMLToJSONStrict(data)
 		if err != nil {
+			if strings.HasPrefix(err.Error(), "yaml: ") {
+				return nil, err
+			}
 			return nil, fmt.Errorf("yaml: %w", err)
 		}
 		if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
@@ -114,9 +117,23 @@ func toJSON(data []byte, name string) ([]byte, error) {
 		return j, nil
 	}
 	if err := checkDuplicateKeys(data); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line, col := position(data, se.Offset)
+			return nil, fmt.Errorf("json: line %d, column %d: %w", line, col, se)
+		}
 		return nil, err
 	}
 	return data, nil
+}
+
+// position returns the 1-based line and column of byte offset off.
+func position(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line = 1 + bytes.Count(before, []byte("\n"))
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1)
+	return line, max(col, 1)
 }
 
 // checkDuplicateKeys walks a JSON document and reports the first object
@@ -128,7 +145,7 @@ func checkDuplicateKeys(data []byte) error {
 	walk = func(path []string) error {
 		tok, err := dec.Token()
 		if err != nil {
-			return fmt.Errorf("json: %w", err)
+			return err
 		}
 		d, ok := tok.(json.Delim)
 		if !ok {
@@ -140,7 +157,7 @@ func checkDuplicateKeys(data []byte) error {
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
-					return fmt.Errorf("json: %w", err)
+					return err
 				}
 				k, _ := kt.(string)
 				if seen[k] {
@@ -160,12 +177,22 @@ func checkDuplicateKeys(data []byte) error {
 		}
 		_, err = dec.Token() // the closing delimiter
 		if err != nil {
-			return fmt.Errorf("json: %w", err)
+			return err
 		}
 		return nil
 	}
 	if err := walk(nil); err != nil {
-		return err
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return errors.New("json: unexpected end of the document")
+		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return err
+		}
+		if strings.HasPrefix(err.Error(), "/") {
+			return err // a duplicate key, with its pointer
+		}
+		return fmt.Errorf("json: %w", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("json: data after the top-level value")
