@@ -105,9 +105,25 @@ func TestToolpacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
-	defer rt.Close(ctx)
-	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	runtimes := map[uint32]wazero.Runtime{} // by memory limit in pages
+	runtimeFor := func(m *manifest.Tool) wazero.Runtime {
+		pages := uint32(65536) // wazero's default: 4 GiB
+		if m.SecurityContext != nil && m.SecurityContext.Limits != nil && m.SecurityContext.Limits.MemoryMb > 0 {
+			pages = uint32(m.SecurityContext.Limits.MemoryMb * 16) // 64 KiB pages
+		}
+		if rt, ok := runtimes[pages]; ok {
+			return rt
+		}
+		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache).WithMemoryLimitPages(pages))
+		wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+		runtimes[pages] = rt
+		return rt
+	}
+	defer func() {
+		for _, rt := range runtimes {
+			_ = rt.Close(ctx)
+		}
+	}()
 
 	for _, mod := range mods {
 		sum := sha256.Sum256(mod.wasm)
@@ -119,12 +135,13 @@ func TestToolpacks(t *testing.T) {
 			}
 			continue
 		}
-		compiled, err := rt.CompileModule(ctx, mod.wasm)
-		if err != nil {
-			t.Fatalf("compile %s: %v", mod.target.Plugin, err)
-		}
 		for _, path := range mod.target.Manifests {
 			m := readManifest(t, path)
+			rt := runtimeFor(m)
+			compiled, err := rt.CompileModule(ctx, mod.wasm)
+			if err != nil {
+				t.Fatalf("compile %s: %v", mod.target.Plugin, err)
+			}
 			t.Run(m.ToolID, func(t *testing.T) {
 				checkManifest(t, m, digest)
 				params := compileSchema(t, m.Parameters)
@@ -220,7 +237,8 @@ func validate(t *testing.T, what string, s *jsonschema.Schema, raw []byte) {
 }
 
 // runWasm runs one call: args (re-encoded compact with sorted keys, as the
-// host sends them) on stdin, a fresh instance, the SPEC §4 mounts.
+// host sends them) on stdin, a fresh instance, the SPEC §4 mounts, memory
+// capped at the tool's requested limits.memoryMb.
 func runWasm(t *testing.T, rt wazero.Runtime, compiled wazero.CompiledModule, toolDir string, args json.RawMessage) (stdout []byte, exit uint32, stderr string) {
 	t.Helper()
 	in := canonical(t, args)

@@ -1,0 +1,60 @@
+# agenthost. `make` lists the targets. Recipes stay one line each: any logic
+# lives in Go (plugins/internal/build builds the toolpacks, cmd/agenthost
+# rewrites their digests). Tool versions are pinned and run with
+# `go run module@version`, which needs only the Go module proxy.
+
+GO ?= go
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME ?= 10s
+BENCH_OUT ?= bench.txt
+
+.DEFAULT_GOAL := help
+.PHONY: help build toolpacks plugins demo test bench fuzz lint fmt fmtcheck check clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build the CLI into bin/agenthost
+	$(GO) build -o bin/agenthost ./cmd/agenthost
+
+toolpacks: ## build every plugin into toolpacks/ (GOOS=wasip1) and rewrite the manifests' sha256
+	$(GO) run ./plugins/internal/build -toolpacks toolpacks -plugins plugins
+	$(GO) run ./cmd/agenthost validate --write-digests toolpacks
+
+plugins: toolpacks ## alias of toolpacks
+
+demo: toolpacks ## run the calls of testdata/llm/demo.txt, then audit every tool
+	$(GO) run ./cmd/agenthost exec --dir toolpacks < testdata/llm/demo.txt
+	$(GO) run ./cmd/agenthost audit --dir toolpacks
+
+test: toolpacks ## run all tests with the race detector
+	$(GO) test -race ./...
+
+bench: toolpacks ## run every benchmark 10 times into bench.txt (BENCH_OUT=...), for benchstat
+	$(GO) test -run '^$$' -bench . -benchmem -count 10 ./... > $(BENCH_OUT)
+
+fuzz: ## run each fuzz target for 10s (FUZZTIME=...)
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./host/action
+	$(GO) test -run '^$$' -fuzz '^FuzzManifest$$' -fuzztime $(FUZZTIME) ./host/manifest
+	$(GO) test -run '^$$' -fuzz '^FuzzPolicyGlob$$' -fuzztime $(FUZZTIME) ./host/policy
+	$(GO) test -run '^$$' -fuzz '^FuzzHostRule$$' -fuzztime $(FUZZTIME) ./host/policy
+	$(GO) test -run '^$$' -fuzz '^FuzzCoerce$$' -fuzztime $(FUZZTIME) ./host/schema
+
+lint: ## go vet (host and wasip1) and staticcheck
+	$(GO) vet ./...
+	GOOS=wasip1 GOARCH=wasm $(GO) vet ./abi/... ./plugins/...
+	$(GO) run $(STATICCHECK) ./...
+
+fmt: ## format every Go file
+	$(GO) fmt ./...
+
+fmtcheck: ## fail if a Go file is not gofmt-formatted
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'run make fmt'; exit 1; }
+
+check: fmtcheck lint test ## what CI runs: fmtcheck, lint, test, then go.mod/go.sum must be tidy
+	$(GO) mod tidy
+	git diff --exit-code go.mod go.sum
+
+clean: ## remove bin/, the built toolpack modules and bench.txt
+	rm -rf bin $(BENCH_OUT)
+	find toolpacks -name '*.wasm' -delete
