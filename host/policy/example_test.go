@@ -72,7 +72,7 @@ requireSignature: true
 `), "policy.yaml")
 	fmt.Println(err)
 	// Output:
-	// policy policy.yaml: /tools/core:echo: additional properties 'denyy' not allowed
+	// policy policy.yaml: /tools/core:echo: additional properties 'denyy' not allowed ('denyy': did you mean 'deny'?)
 }
 
 func ExampleGrant_CanList() {

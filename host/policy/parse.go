@@ -237,7 +237,11 @@ func validateSchema(doc []byte, name string) error {
 	var errs []error
 	seen := map[string]bool{}
 	for _, l := range leaves {
-		e := &Error{File: name, Pointer: pointer(l.loc...), Err: errors.New(l.err.ErrorKind.LocalizedString(printer))}
+		msg := l.err.ErrorKind.LocalizedString(printer)
+		if ap, ok := l.err.ErrorKind.(*kind.AdditionalProperties); ok {
+			msg += suggestKeys(c, l.err.SchemaURL, ap.Properties)
+		}
+		e := &Error{File: name, Pointer: pointer(l.loc...), Err: errors.New(msg)}
 		if e.Pointer == "" {
 			e.Pointer = "/"
 		}
@@ -276,4 +280,65 @@ func collectLeaves(e *jsonschema.ValidationError, override []string, out *[]leaf
 	for _, c := range e.Causes {
 		collectLeaves(c, override, out)
 	}
+}
+
+// suggestKeys returns " (did you mean 'x'?)" for unknown keys close to a
+// key the schema at schemaURL allows, or "".
+func suggestKeys(c *jsonschema.Compiler, schemaURL string, unknown []string) string {
+	sch, err := c.Compile(schemaURL)
+	if err != nil || len(sch.Properties) == 0 {
+		return ""
+	}
+	known := make([]string, 0, len(sch.Properties))
+	for k := range sch.Properties {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	var hints []string
+	for _, u := range unknown {
+		if k := closest(u, known); k != "" {
+			hints = append(hints, "'"+u+"': did you mean '"+k+"'?")
+		}
+	}
+	if len(hints) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(hints, "; ") + ")"
+}
+
+// closest returns the candidate nearest to s by case-insensitive edit
+// distance, if it is near enough to be a plausible typo.
+func closest(s string, candidates []string) string {
+	best, bestD := "", 0
+	for _, c := range candidates {
+		d := editDistance(strings.ToLower(s), strings.ToLower(c))
+		if best == "" || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" || bestD > max(1, len(best)/3) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -131,9 +131,10 @@ func TestParse_errors(t *testing.T) {
 		name, file, doc string
 		want            []string // substrings of the error
 	}{
-		{"unknown top-level key", "p.yaml", "workspce: ./x\n", []string{"p.yaml: /: additional properties 'workspce' not allowed"}},
-		{"unknown nested key", "p.yaml", "fileAccess: {allowRaed: []}\n", []string{"/fileAccess: additional properties 'allowRaed'"}},
-		{"unknown tool key", "p.json", `{"tools": {"core:echo": {"denied": true}}}`, []string{"/tools/core:echo: additional properties 'denied'"}},
+		{"unknown top-level key", "p.yaml", "workspce: ./x\n", []string{"p.yaml: /: additional properties 'workspce' not allowed ('workspce': did you mean 'workspace'?)"}},
+		{"unknown key without suggestion", "p.yaml", "colour: blue\n", []string{"additional properties 'colour' not allowed"}},
+		{"unknown nested key", "p.yaml", "fileAccess: {allowRaed: []}\n", []string{"/fileAccess: additional properties 'allowRaed' not allowed ('allowRaed': did you mean 'allowRead'?)"}},
+		{"unknown tool key", "p.json", `{"tools": {"core:echo": {"dney": true}}}`, []string{"/tools/core:echo: additional properties 'dney' not allowed"}},
 		{"wrong type", "p.yaml", "limits: {default: {timeoutMs: soon}}\n", []string{"/limits/default/timeoutMs: got string, want integer"}},
 		{"deterministic under max", "p.yaml", "limits: {max: {deterministic: true}}\n", []string{"/limits/max: additional properties 'deterministic'"}},
 		{"bad tool id", "p.yaml", "tools: {Echo: {deny: true}}\n", []string{"/tools/Echo: 'Echo' does not match pattern"}},
