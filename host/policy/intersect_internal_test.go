@@ -1,9 +1,12 @@
 package policy
 
 import (
+	"path"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agenthost/agenthost/host/manifest"
 )
 
 func TestPatternSubset(t *testing.T) {
@@ -154,4 +157,44 @@ func TestCouldContain(t *testing.T) {
 			t.Errorf("couldContain(%q, %q) = %v, want %v", tc.pattern, tc.dir, got, tc.want)
 		}
 	}
+}
+
+// TestGrantExact checks Grant end to end on a small universe: a workspace
+// name is allowed exactly when it matches some requested glob and some
+// ceiling glob, for reads and writes alike.
+func TestGrantExact(t *testing.T) {
+	sets := [][]string{
+		{"**"}, {"a/**"}, {"*.txt", "b/**"}, {"**/a*", "ab"}, {"a/*/b", "*/*"}, {"b/**/x.txt"}, {},
+	}
+	all := names(3)
+	for _, req := range sets {
+		for _, ceil := range sets {
+			p := &Policy{FileAccess: FileAccess{AllowRead: ceil, AllowWrite: ceil}}
+			tl := &manifest.Tool{ToolID: "t:x", SecurityContext: &manifest.SecurityContext{
+				FileAccess: &manifest.FileAccess{AllowRead: req, AllowWrite: req},
+			}}
+			g := p.Grant(tl, func(string) (string, bool) { return "", false })
+			for _, n := range all {
+				want := matchesAny(req, n) && matchesAny(ceil, n)
+				for _, write := range []bool{false, true} {
+					if got := g.Allows(RootWorkspace, n, write); got != want {
+						t.Fatalf("request %q, ceiling %q: Allows(%q, write=%v) = %v, want %v (read %v, write %v)",
+							req, ceil, n, write, got, want, g.Read, g.Write)
+					}
+				}
+				if want && !g.CanList(RootWorkspace, path.Dir("/" + n)[1:]) {
+					t.Fatalf("request %q, ceiling %q: %q allowed but its folder cannot be listed", req, ceil, n)
+				}
+			}
+		}
+	}
+}
+
+func matchesAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if Match(p, name) {
+			return true
+		}
+	}
+	return false
 }
