@@ -52,6 +52,12 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 				cmd.Env = append(cmd.Env, c.Egress(l)...)
 			}
 		}
+		if err == nil && !c.Landlock {
+			// restrictThread sets it otherwise.
+			if perr := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); perr != nil {
+				err = fmt.Errorf("set no_new_privs: %w", perr)
+			}
+		}
 		if err == nil && c.Landlock {
 			abi, aerr := landlockABI()
 			if aerr != nil {

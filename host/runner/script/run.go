@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -327,11 +328,28 @@ func (p *prepared) rules(grantRules []isolate.Rule) []isolate.Rule {
 
 // isolationSummary says which protections apply to the call.
 func (p *prepared) isolationSummary() string {
+	f := p.r.features
 	var on []string
-	for _, pr := range p.r.features.Protections() {
-		if pr.Available {
-			on = append(on, pr.Name)
+	if f.LandlockABI > 0 {
+		on = append(on, fmt.Sprintf("landlock ABI %d", f.LandlockABI))
+	}
+	if runtime.GOOS == "linux" {
+		on = append(on, isolate.ProtNoNewPrivs)
+	}
+	if f.Namespaces {
+		if !f.Root {
+			on = append(on, isolate.ProtUserNS)
 		}
+		on = append(on, isolate.ProtNetNS, isolate.ProtPidNS)
+		if len(p.grant.Hosts) > 0 {
+			on = append(on, isolate.ProtEgress)
+		}
+	}
+	if f.Root {
+		on = append(on, isolate.ProtUnprivileged)
+	}
+	if f.Prlimit != "" {
+		on = append(on, isolate.ProtRlimits)
 	}
 	s := "applied " + strings.Join(on, ", ")
 	if len(p.missing) > 0 {
