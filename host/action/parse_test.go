@@ -169,6 +169,22 @@ func TestParse_characters(t *testing.T) {
 		{name: "char ref spaces not trimmed", in: wrap("<v> &#32;x&#x20; </v>"), want: " x "},
 		{name: "emoji", in: wrap("<v>🙂 &#x1F642;</v>"), want: "🙂 🙂"},
 		{name: "astral name", in: "<ACTION><core:x><𐌰>v</𐌰></core:x></ACTION>"},
+		// Leaves are shared with the output when verbatim and copied
+		// otherwise; every way of breaking the verbatim stretch:
+		{name: "verbatim with inner space", in: wrap("<v>\n  a b  \n</v>"), want: "a b"},
+		{name: "entity in the middle", in: wrap("<v> a&amp;b </v>"), want: "a&b"},
+		{name: "entity at the end", in: wrap("<v>ab&lt;</v>"), want: "ab<"},
+		{name: "bare ampersand stays verbatim", in: wrap("<v>a & b</v>"), want: "a & b"},
+		{name: "unknown entity stays verbatim", in: wrap("<v>a&nbsp;b</v>"), want: "a&nbsp;b"},
+		{name: "bare lt stays verbatim", in: wrap("<v>a < b</v>"), want: "a < b"},
+		{name: "CR in the middle", in: wrap("<v>a\r\nb</v>"), want: "a\nb"},
+		{name: "CR trailing", in: wrap("<v>ab\r\n</v>"), want: "ab"},
+		{name: "comment in the middle", in: wrap("<v>a<!-- c -->b</v>"), want: "ab"},
+		{name: "two CDATA sections", in: wrap("<v><![CDATA[a]]><![CDATA[b]]></v>"), want: "ab"},
+		{name: "CDATA with whitespace around", in: wrap("<v>\n  <![CDATA[ x ]]>\n</v>"), want: " x "},
+		{name: "text then CDATA", in: wrap("<v>a <![CDATA[<b>]]> c</v>"), want: "a <b> c"},
+		{name: "CDATA with CR", in: wrap("<v><![CDATA[a\r\nb]]></v>"), want: "a\nb"},
+		{name: "comment after text, whitespace only after", in: wrap("<v>ab<!-- c -->  </v>"), want: "ab"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -53,6 +53,8 @@ type frame struct {
 	kidStart  int // this element's children start at parser.kids[kidStart]
 	textStart int // where this element's text starts in parser.buf
 	lo, hi    int // significant text in parser.buf; lo < 0 when none
+	srcLo     int // offset in the output of buf[lo] when it was copied verbatim, else -1
+	exactTo   int // buf[lo:exactTo] is the verbatim copy of output[srcLo:]
 	noteMark  int // len(parser.notes) when the element opened
 }
 
@@ -148,8 +150,9 @@ func (p *parser) top() *frame { return &p.stack[len(p.stack)-1] }
 
 // text adds character data at pos to the open element. Protected text
 // (CDATA, character references) is significant even when it is whitespace
-// and is never trimmed.
-func (p *parser) text(pos int, seg string, protected bool) *perr {
+// and is never trimmed. src is the offset of seg in the output when seg is
+// a verbatim slice of it, else -1; it lets a leaf share the output's bytes.
+func (p *parser) text(pos int, seg string, protected bool, src int) *perr {
 	f := p.top()
 	first, last := 0, len(seg)
 	if !protected {
@@ -161,7 +164,7 @@ func (p *parser) text(pos int, seg string, protected bool) *perr {
 		}
 		if first == last {
 			if f.role == roleParam || f.role == roleInput || f.role == roleToolID {
-				p.buf = append(p.buf, seg...)
+				p.appendText(f, seg, src)
 			}
 			return nil
 		}
@@ -181,12 +184,39 @@ func (p *parser) text(pos int, seg string, protected bool) *perr {
 		return failf(pos+first, hint, "text directly inside <%s>: it may hold only parameter elements", f.name)
 	}
 	n := len(p.buf)
-	p.buf = append(p.buf, seg...)
+	p.appendText(f, seg, src)
 	if f.lo < 0 {
 		f.lo = n + first
+		f.srcLo = -1
+		if src >= 0 {
+			f.srcLo, f.exactTo = src+first, n+len(seg)
+		}
 	}
 	f.hi = n + last
 	return nil
+}
+
+// appendText appends seg to the text buffer and extends the stretch of it
+// that is a verbatim copy of the output (see leaf).
+func (p *parser) appendText(f *frame, seg string, src int) {
+	n := len(p.buf)
+	p.buf = append(p.buf, seg...)
+	if f.lo >= 0 && f.srcLo >= 0 && src >= 0 && n == f.exactTo && src-f.srcLo == n-f.lo {
+		f.exactTo = n + len(seg)
+	}
+}
+
+// leaf returns the element's trimmed text: a slice of the output when the
+// text is a verbatim stretch of it (no references decoded, no newlines
+// normalised, no CDATA or comment markup inside), else a copy.
+func (p *parser) leaf(f *frame) string {
+	switch {
+	case f.lo < 0:
+		return ""
+	case f.srcLo >= 0 && f.hi <= f.exactTo:
+		return p.s[f.srcLo : f.srcLo+f.hi-f.lo]
+	}
+	return string(p.buf[f.lo:f.hi])
 }
 
 // chars consumes a run of character data up to the next '<' or '&',
@@ -198,12 +228,12 @@ func (p *parser) chars(i int) (int, *perr) {
 		c := s[i]
 		switch {
 		case c == '<' || c == '&':
-			return i, p.text(start, s[start:i], false)
+			return i, p.text(start, s[start:i], false, start)
 		case c == '\r':
-			if err := p.text(start, s[start:i], false); err != nil {
+			if err := p.text(start, s[start:i], false, start); err != nil {
 				return i, err
 			}
-			if err := p.text(i, "\n", false); err != nil {
+			if err := p.text(i, "\n", false, -1); err != nil {
 				return i, err
 			}
 			i++
@@ -229,7 +259,7 @@ func (p *parser) chars(i int) (int, *perr) {
 			i++
 		}
 	}
-	return i, p.text(start, s[start:i], false)
+	return i, p.text(start, s[start:i], false, start)
 }
 
 // validRune checks the multi-byte character at i and returns its size.
@@ -262,7 +292,7 @@ func (p *parser) literalLT(i int) *perr {
 			return failf(i, hintFormB, "<%s> is not a valid XML element name", name)
 		}
 	}
-	return p.text(i, "<", false)
+	return p.text(i, "<", false, i)
 }
 
 // tagLike reports whether rest (after '<') starts with something written as
@@ -300,14 +330,14 @@ func (p *parser) ref(i int) (int, *perr) {
 	r := parseRef(p.s, i, p.limit)
 	switch r.kind {
 	case refLiteral:
-		return i + 1, p.text(i, "&", false)
+		return i + 1, p.text(i, "&", false, i)
 	case refUnknown:
-		return i + r.n, p.text(i, p.s[i:i+r.n], false)
+		return i + r.n, p.text(i, p.s[i:i+r.n], false, i)
 	case refBad:
 		return i, failf(i, "remove the reference; XML 1.0 cannot carry that character",
 			"character reference %s names a character XML does not allow", p.s[i:i+r.n])
 	}
-	return i + r.n, p.text(i, r.val, true)
+	return i + r.n, p.text(i, r.val, true, -1)
 }
 
 // Kinds of reference.
@@ -428,11 +458,11 @@ func (p *parser) bang(i int) (int, *perr) {
 		if err := p.validText(from, to); err != nil {
 			return i, err
 		}
-		v := s[from:to]
+		v, src := s[from:to], from
 		if strings.IndexByte(v, '\r') >= 0 {
-			v = normalizeNewlines(v)
+			v, src = normalizeNewlines(v), -1
 		}
-		return to + 3, p.cdata(i, v)
+		return to + 3, p.text(i, v, true, src)
 	case len(rest) < 9 && (strings.HasPrefix("<!--", rest) || strings.HasPrefix("<![CDATA[", rest)):
 		return i, p.eof(i, "a comment or CDATA section")
 	}
@@ -445,11 +475,6 @@ func (p *parser) bang(i int) (int, *perr) {
 	}
 	return i, failf(i, "remove it; entity and document type declarations are never processed, use plain text or CDATA instead",
 		"declaration <!%s is not allowed in an ACTION block", word)
-}
-
-// cdata adds a CDATA section's content: significant and verbatim.
-func (p *parser) cdata(pos int, v string) *perr {
-	return p.text(pos, v, true)
 }
 
 // validText rejects characters XML forbids in s[from:to].

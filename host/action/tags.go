@@ -339,10 +339,7 @@ func (p *parser) closeTop(f *frame, end int) (k kid, keep bool, err *perr) {
 		}
 		p.calls = append(p.calls, Call{Tool: f.name, Args: args})
 	case roleToolID:
-		id := ""
-		if f.lo >= 0 {
-			id = string(p.buf[f.lo:f.hi])
-		}
+		id := p.leaf(f)
 		if id == "" {
 			return k, false, failf(f.pos, "write <tool_id>namespace:name</tool_id>", "empty <tool_id>")
 		}
@@ -385,7 +382,7 @@ func (p *parser) value(f *frame, kids []kid, end int) (any, *perr) {
 		return rawRef{from: f.inner, to: end}, nil
 	case hasText:
 		p.notesAttrs(f)
-		return string(p.buf[f.lo:f.hi]), nil
+		return p.leaf(f), nil
 	case len(kids) > 0:
 		for _, k := range kids {
 			if k.name != "item" {
