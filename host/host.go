@@ -61,6 +61,11 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.opts.CacheDir = cacheDir
+	if h.policy.CacheDir != cacheDir { // per-tool $CACHE folders live under the host's cache too
+		pc := *h.policy
+		pc.CacheDir = cacheDir
+		h.policy = &pc
+	}
 	if err := h.startRunners(ctx); err != nil {
 		_ = h.Close(ctx)
 		return nil, err

@@ -1,0 +1,210 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/runner"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// fakeRunner is a func-field mock: Run answers from run.
+type fakeRunner struct {
+	run func(req runner.Request) runner.Result
+}
+
+func (f fakeRunner) Prepare(context.Context, *manifest.Tool, *policy.Grant) (runner.Prepared, error) {
+	return f, nil
+}
+
+func (f fakeRunner) Run(_ context.Context, req runner.Request) (runner.Result, error) {
+	return f.run(req), nil
+}
+
+// typicalArgs are the arguments of a typical call as JSON.
+const typicalArgs = `{"text":"The quick brown fox jumps over the lazy dog.","top":3}`
+
+// BenchmarkHostOverhead measures the host's own per-call work (lookup,
+// grant, coercion, validation, canonical JSON, envelope) with a runner that
+// returns its input at once (SPEC §9: ≤ 20 µs).
+func BenchmarkHostOverhead(b *testing.B) {
+	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
+	ctx := context.Background()
+	real := h.Call(ctx, "text:stats", json.RawMessage(typicalArgs)) // a valid output to replay
+	if real.Error != nil {
+		b.Fatal(real.Error)
+	}
+	h = hosttest.NewHost(b, nil, hosttest.Toolpacks(b)) // nothing prepared yet
+	defer host.SetRunner(h, "wasm:wasi-command", fakeRunner{run: func(req runner.Request) runner.Result {
+		return runner.Result{Output: real.Output}
+	}})()
+	b.Run("Call/json", func(b *testing.B) {
+		args := json.RawMessage(typicalArgs)
+		for b.Loop() {
+			if env := h.Call(ctx, "text:stats", args); env.Error != nil {
+				b.Fatal(env.Error)
+			}
+		}
+	})
+	b.Run("CallArgs/strings-coerced", func(b *testing.B) {
+		for b.Loop() {
+			args := map[string]any{"text": "The quick brown fox jumps over the lazy dog.", "top": "3"}
+			if env := h.CallArgs(ctx, "text:stats", args); env.Error != nil {
+				b.Fatal(env.Error)
+			}
+		}
+	})
+	b.Run("Exec/one-call", func(b *testing.B) {
+		out := "Counting.\n<ACTION><text:stats><text>The quick brown fox jumps over the lazy dog.</text><top>3</top></text:stats></ACTION>"
+		for b.Loop() {
+			if turn := h.Exec(ctx, out); turn.Status != "success" {
+				b.Fatal(turn.Observation)
+			}
+		}
+	})
+}
+
+// BenchmarkEcho compares one echo call through the host with raw wazero
+// (fresh instance of the same Go guest) and a python3 subprocess doing the
+// same work, and an Exec of one call against the bare Call.
+func BenchmarkEcho(b *testing.B) {
+	ctx := context.Background()
+	dir := hosttest.Toolpacks(b)
+	h := hosttest.NewHost(b, nil, dir)
+	args := json.RawMessage(`{"a":1,"b":"two"}`)
+	b.Run("host/Call", func(b *testing.B) {
+		for b.Loop() {
+			if env := h.Call(ctx, "core:echo", args); env.Error != nil {
+				b.Fatal(env.Error)
+			}
+		}
+	})
+	b.Run("host/Exec", func(b *testing.B) {
+		out := `<ACTION><core:echo><a>1</a><b>two</b></core:echo></ACTION>`
+		for b.Loop() {
+			if turn := h.Exec(ctx, out); turn.Status != "success" {
+				b.Fatal(turn.Observation)
+			}
+		}
+	})
+	b.Run("raw-wazero/fresh", func(b *testing.B) {
+		wasmBytes, err := os.ReadFile(filepath.Join(dir, "core", "echo.wasm"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(hosttest.CacheDir(b), "wazero"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCompilationCache(cache))
+		defer rt.Close(ctx)
+		wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+		mod, err := rt.CompileModule(ctx, wasmBytes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			var stdout bytes.Buffer
+			cfg := wazero.NewModuleConfig().WithStdin(bytes.NewReader(args)).WithStdout(&stdout).WithName("")
+			m, err := rt.InstantiateModule(ctx, mod, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = m.Close(ctx)
+			if stdout.Len() == 0 {
+				b.Fatal("no output")
+			}
+		}
+	})
+	b.Run("python3-spawn", func(b *testing.B) {
+		py, err := exec.LookPath("python3")
+		if err != nil {
+			b.Skip("python3 not installed")
+		}
+		for b.Loop() {
+			cmd := exec.Command(py, "-c", "import sys,json; json.dump(json.load(sys.stdin), sys.stdout)")
+			cmd.Stdin = bytes.NewReader(args)
+			if out, err := cmd.Output(); err != nil || len(out) == 0 {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkLoad100 loads a folder of 100 tools: cold (a new registry each
+// time) is what a process start pays; the first call's compilation is
+// served by the on-disk cache (see BenchmarkFirstCall).
+func BenchmarkLoad100(b *testing.B) {
+	ctx := context.Background()
+	src := filepath.Join(hosttest.Toolpacks(b), "core")
+	dir := b.TempDir()
+	module, err := os.ReadFile(filepath.Join(src, "echo.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 100 {
+		tdir := filepath.Join(dir, fmt.Sprintf("t%03d", i))
+		if err := os.MkdirAll(tdir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tdir, "echo.wasm"), module, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		m := fmt.Sprintf(`{"toolId":"bench:tool-%03d","displayName":"Echo %d","description":"Echo copy %d.","version":"1.0.0",
+		  "handler":{"type":"wasm","module":"echo.wasm","abi":"wasi-command"},
+		  "parameters":{"type":"object","properties":{"text":{"type":"string"}}}}`, i, i, i)
+		if err := os.WriteFile(filepath.Join(tdir, "echo.tool.json"), []byte(m), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cacheDir := hosttest.CacheDir(b)
+	for b.Loop() {
+		h, err := host.New(ctx, host.Options{Dirs: []string{dir}, CacheDir: cacheDir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := len(h.Tools()); n != 100 {
+			b.Fatalf("%d tools", n)
+		}
+		_ = h.Close(ctx)
+	}
+}
+
+// BenchmarkFirstCall is a process start: a new host whose first call
+// compiles the Go echo guest, served from the on-disk compilation cache.
+func BenchmarkFirstCall(b *testing.B) {
+	ctx := context.Background()
+	dir := hosttest.Toolpacks(b)
+	cacheDir := hosttest.CacheDir(b)
+	for _, tc := range []struct {
+		name  string
+		cache func(b *testing.B) string
+	}{
+		{"disk-cache", func(*testing.B) string { return cacheDir }},
+		{"no-cache", func(b *testing.B) string { return b.TempDir() }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				h, err := host.New(ctx, host.Options{Dirs: []string{filepath.Join(dir, "core")}, CacheDir: tc.cache(b)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if env := h.Call(ctx, "core:echo", nil); env.Error != nil {
+					b.Fatal(env.Error)
+				}
+				_ = h.Close(ctx)
+			}
+		})
+	}
+}

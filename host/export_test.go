@@ -1,0 +1,12 @@
+package host
+
+import "github.com/agenthost/agenthost/host/runner"
+
+// SetRunner replaces the runner for a handler key ("wasm:wasi-command",
+// "wasm:extism", "external-script") and returns a reset func. It is a test
+// seam for measuring the host's own per-call work.
+func SetRunner(h *Host, key string, r runner.Runner) (reset func()) {
+	old := h.runners[key]
+	h.runners[key] = r
+	return func() { h.runners[key] = old }
+}
