@@ -74,4 +74,3 @@ func (h *Host) Exec(ctx context.Context, llmOutput string) Turn {
 	}
 	return turn
 }
-

@@ -190,4 +190,3 @@ func TestExec_selfCorrection(t *testing.T) {
 		})
 	}
 }
-
