@@ -160,3 +160,18 @@ func TestLogTo(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkServe measures the SDK's own per-call work (read, decode, call,
+// encode, write) for a small arguments object, natively.
+func BenchmarkServe(b *testing.B) {
+	h := typed(greet)
+	in := []byte(`{"name":"benchmark","times":2}`)
+	var out bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		out.Reset()
+		if code := serve(context.Background(), bytes.NewReader(in), &out, h); code != 0 {
+			b.Fatalf("exit %d: %s", code, out.String())
+		}
+	}
+}
