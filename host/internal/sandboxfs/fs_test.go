@@ -53,7 +53,7 @@ func (c fakeChecker) CanList(root policy.Root, relDir string) bool {
 	return false
 }
 
-func writeFile(t *testing.T, name, data string) {
+func writeFile(t testing.TB, name, data string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func writeFile(t *testing.T, name, data string) {
 //	ws/link-ok -> public.txt      ws/link-secret -> secret.txt
 //	ws/link-up -> ../outside.txt  ws/link-abs -> /etc/passwd
 //	ws/data/link-back -> ../secret.txt  ws/loop -> loop
-func workspace(t *testing.T) string {
+func workspace(t testing.TB) string {
 	t.Helper()
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
