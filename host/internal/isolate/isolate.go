@@ -90,6 +90,10 @@ type Exit struct {
 	Signal syscall.Signal
 	// Killed is set when Run killed the child because its context ended.
 	Killed bool
+	// CPULimit and FileSizeLimit are set when RLIMIT_CPU (SIGXCPU) or
+	// RLIMIT_FSIZE (SIGXFSZ) ended the child.
+	CPULimit      bool
+	FileSizeLimit bool
 	// MaxRSS is the peak resident set of the child (and of the
 	// descendants it waited for), in bytes; 0 when unknown.
 	MaxRSS uint64

@@ -103,6 +103,8 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 	ex := Exit{Code: w.state.ExitCode(), Killed: killed}
 	if ws, ok := w.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		ex.Signal = ws.Signal()
+		ex.CPULimit = ex.Signal == syscall.SIGXCPU
+		ex.FileSizeLimit = ex.Signal == syscall.SIGXFSZ
 	}
 	if ru, ok := w.state.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 0 {
 		ex.MaxRSS = uint64(ru.Maxrss) << 10 // Linux reports KiB

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agenthost/agenthost/abi"
@@ -168,9 +167,9 @@ func (p *prepared) classify(ex isolate.Exit, cause error, lim policy.Limits, too
 		return abi.Errorf(abi.CodeTimeout, "timed out after %s; the script and every process it started were killed", lim.Timeout)
 	case ex.Killed:
 		return abi.Errorf(abi.CodeTimeout, "call cancelled after %s: %v", took.Round(time.Millisecond), cause)
-	case ex.Signal == syscall.SIGXCPU:
+	case ex.CPULimit:
 		return abi.Errorf(abi.CodeTimeout, "CPU time limit reached (RLIMIT_CPU)")
-	case ex.Signal == syscall.SIGXFSZ:
+	case ex.FileSizeLimit:
 		return abi.Errorf(abi.CodeToolError, "file size limit of %d bytes reached (RLIMIT_FSIZE)", maxFileSize)
 	case ex.Signal != 0:
 		if memoryExhausted(logs.Lines()) {
