@@ -14,8 +14,8 @@ import (
 // The interruption benchmarks of SPEC §9 run each guest four ways:
 //
 //	unlimited           the original module, nothing can stop a loop
-//	timeout             instrumented, Budget without fuel, a deadline
-//	fuel                instrumented, Budget with fuel and a deadline
+//	timeout             InstrumentTimeout, a deadline
+//	fuel                Instrument, Budget with fuel and a deadline
 //	closeOnContextDone  the original module on a runtime with
 //	                    WithCloseOnContextDone(true) and a deadline
 //
@@ -44,11 +44,15 @@ type interruptCase struct {
 func benchInterruption(b *testing.B, g benchGuest) {
 	orig := g.wasm(b)
 	metered := instrument(b, orig)
+	timed, err := meter.InstrumentTimeout(orig)
+	if err != nil {
+		b.Fatal(err)
+	}
 	plain := newRuntime(b, nil)
 	closing := newRuntime(b, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
 	cases := []interruptCase{
 		{"unlimited", plain, orig, nil},
-		{"timeout", plain, metered, func() *meter.Budget { return &meter.Budget{} }},
+		{"timeout", plain, timed, func() *meter.Budget { return &meter.Budget{} }},
 		{"fuel", plain, metered, func() *meter.Budget { return &meter.Budget{Fuel: 1 << 50} }},
 		{"closeOnContextDone", closing, orig, nil},
 	}
@@ -62,7 +66,7 @@ func benchInterruption(b *testing.B, g benchGuest) {
 				fuel = runCase(b, g, tc, c)
 			}
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
-			if fuel > 0 {
+			if tc.name == "fuel" {
 				b.ReportMetric(float64(fuel), "fuel/op")
 			}
 		})

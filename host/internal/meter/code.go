@@ -52,6 +52,7 @@ const (
 type frame struct {
 	kind     frameKind
 	targeted bool
+	head     int // InstrumentTimeout: index in charges of a loop's or the function's check
 }
 
 // insertKind is the kind of code the pass inserts at a position.
@@ -64,6 +65,7 @@ const (
 	insExit                          // check, then store the counter to the global
 	insFlush                         // store the counter to the global
 	insReload                        // load the counter from the global
+	insTimeout                       // charge the global, refill if below zero (InstrumentTimeout)
 )
 
 // insert is a pending insertion of metering code at offset pos of the
@@ -84,6 +86,7 @@ type rewriter struct {
 	counter          uint32 // index of the fuel counter global
 	refill           uint32 // index of the refill import
 	local            uint32 // index of the counter local of the current body
+	timeoutOnly      bool   // InstrumentTimeout: checks at entries and loop headers only
 
 	stack   []frame
 	charges []insert // segment charges, in position order
@@ -301,6 +304,126 @@ func (w *rewriter) body(dst, code []byte, local uint32) ([]byte, error) {
 	}
 }
 
+// bodyTimeout is body for InstrumentTimeout: a check at the entry and at
+// each loop header, charging the static size of the code of the function
+// or loop outside its inner loops. Any run between two checks executes
+// each of those instructions at most once, so the charge bounds it.
+func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
+	r := &reader{b: code}
+	w.local = local
+	w.stack = append(w.stack[:0], frame{kind: frameFunc, head: 0})
+	w.charges = append(w.charges[:0], insert{pos: 0, kind: insTimeout})
+	w.others = w.others[:0]
+	w.out = w.out[:0]
+	// region is the charge of the innermost function or loop.
+	region := func() *insert {
+		for i := len(w.stack) - 1; ; i-- {
+			if f := w.stack[i]; f.kind == frameFunc || f.kind == frameLoop {
+				return &w.charges[f.head]
+			}
+		}
+	}
+	for {
+		if r.eof() {
+			return nil, errors.New("function body ends without end")
+		}
+		start := r.pos
+		op, _ := r.byte()
+		switch op {
+		case opBlock, opLoop, opIf:
+			if err := skipBlockType(r); err != nil {
+				return nil, err
+			}
+			region().cost++
+			w.out = append(w.out, code[start:r.pos]...)
+			f := frame{kind: frameBlock}
+			if op == opIf {
+				f.kind = frameIf
+			}
+			if op == opLoop {
+				w.charges = append(w.charges, insert{pos: len(w.out), kind: insTimeout})
+				f = frame{kind: frameLoop, head: len(w.charges) - 1}
+			}
+			w.stack = append(w.stack, f)
+			continue
+		case opElse:
+			if top := len(w.stack) - 1; top < 1 || w.stack[top].kind != frameIf {
+				return nil, errors.New("else outside if")
+			}
+		case opEnd:
+			top := len(w.stack) - 1
+			w.stack = w.stack[:top]
+			w.out = append(w.out, op)
+			if top == 0 {
+				if !r.eof() {
+					return nil, fmt.Errorf("%d bytes after the end of the function body", len(code)-r.pos)
+				}
+				return w.emit(dst), nil
+			}
+			continue
+		case opBr, opBrIf:
+			depth, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			if err := w.target(depth); err != nil {
+				return nil, err
+			}
+		case opBrTable:
+			n, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			for i := uint64(0); i <= uint64(n); i++ {
+				depth, err := r.u32()
+				if err != nil {
+					return nil, err
+				}
+				if err := w.target(depth); err != nil {
+					return nil, err
+				}
+			}
+		case opReturn, opUnreachable:
+		case opCall, opReturnCall, opRefFunc:
+			idx, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			if idx, err = w.funcIndex(idx); err != nil {
+				return nil, err
+			}
+			region().cost++
+			w.out = append(w.out, op)
+			w.out = appendU32(w.out, idx)
+			continue
+		case opGlobalGet, opGlobalSet:
+			idx, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			if idx >= w.numGlobals {
+				return nil, fmt.Errorf("global index %d out of range (%d globals)", idx, w.numGlobals)
+			}
+		case 0x20, 0x21, 0x22: // local.get, local.set, local.tee
+			idx, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			if idx >= w.local {
+				return nil, fmt.Errorf("local index %d out of range (%d locals)", idx, w.local)
+			}
+		default:
+			if err := skipImmediates(r, op); err != nil {
+				return nil, err
+			}
+		}
+		if op != opElse {
+			region().cost++
+		}
+		w.out = append(w.out, code[start:r.pos]...)
+	}
+}
+
 // target marks the frame a branch of the given depth lands on.
 func (w *rewriter) target(depth uint32) error {
 	if int(depth) >= len(w.stack) {
@@ -381,6 +504,15 @@ func (w *rewriter) appendInsert(dst []byte, in insert) []byte {
 	case insFlush:
 		dst = w.appendLocal(dst, 0x20)
 		return w.appendGlobal(dst, opGlobalSet)
+	case insTimeout:
+		dst = w.appendGlobal(dst, opGlobalGet)
+		dst = append(dst, opI64Const)
+		dst = appendS64(dst, in.cost)
+		dst = append(dst, opI64Sub)
+		dst = w.appendLocal(dst, 0x22)
+		dst = w.appendGlobal(dst, opGlobalSet)
+		dst = w.appendLocal(dst, 0x20)
+		return w.appendRefill(dst)
 	default: // insReload
 		dst = w.appendGlobal(dst, opGlobalGet)
 		return w.appendLocal(dst, 0x21)

@@ -173,7 +173,7 @@ func (g *progGen) stmt() []byte {
 	}
 	g.depth++
 	defer func() { g.depth-- }()
-	switch g.rng.IntN(9) {
+	switch g.rng.IntN(11) {
 	case 0: // block with a conditional exit
 		return cat([]byte{0x02, 0x40}, g.stmts(2), []byte{0x20, g.local(), 0x0d, 0}, g.stmts(2), []byte{0x0b})
 	case 1: // if / else
@@ -199,6 +199,15 @@ func (g *progGen) stmt() []byte {
 		return []byte{0x20, g.local(), 0x10, 2, 0x21, g.local()}
 	case 7: // call the import
 		return []byte{0x20, g.local(), 0x10, 0}
+	case 8: // Go's dispatch stubs: if cond { work; br out } chains in a block
+		return cat([]byte{0x02, 0x40},
+			[]byte{0x20, g.local(), 0x41, 1, 0x71, 0x04, 0x40}, g.arith(), []byte{0x0c, 1, 0x0b},
+			g.arith(),
+			[]byte{0x20, g.local(), 0x41, 2, 0x71, 0x04, 0x40}, g.stmts(1), []byte{0x0c, 1, 0x0b},
+			g.stmts(1), []byte{0x0b})
+	case 9: // a stub with a call before the if, which stops the folding
+		return cat([]byte{0x02, 0x40, 0x20, g.local(), 0x10, 2, 0x21, g.local()},
+			[]byte{0x20, g.local(), 0x41, 4, 0x71, 0x04, 0x40, 0x0c, 1, 0x0b}, g.stmts(1), []byte{0x0b})
 	default:
 		return g.arith()
 	}
@@ -231,7 +240,7 @@ func (g *progGen) program() []byte {
 func TestInstrument_generated(t *testing.T) {
 	r := newRuntime(t, nil)
 	ctx := context.Background()
-	for seed := uint64(0); seed < 60; seed++ {
+	for seed := uint64(0); seed < 150; seed++ {
 		g := &progGen{rng: rand.New(rand.NewPCG(seed, 1))}
 		orig := g.program()
 		co, err := r.CompileModule(ctx, orig)
@@ -239,10 +248,18 @@ func TestInstrument_generated(t *testing.T) {
 			t.Fatalf("seed %d: generated an invalid module: %v", seed, err)
 		}
 		ci := compile(t, r, instrument(t, orig))
+		timed, err := meter.InstrumentTimeout(orig)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		ct := compile(t, r, timed)
 		for _, x := range []uint64{0, 5, 12345} {
 			want, err := call(ctx, r, co, "f", x)
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
+			}
+			if got, err := call(meter.WithBudget(ctx, &meter.Budget{Slice: 2}), r, ct, "f", x); err != nil || got[0] != want[0] {
+				t.Fatalf("seed %d x %d: InstrumentTimeout gives %v, %v; want %d", seed, x, got, err, want[0])
 			}
 			var used []uint64
 			for _, slice := range []uint64{1, 3, 17, 0} {
