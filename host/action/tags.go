@@ -424,17 +424,17 @@ func (p *parser) object(attrs []attr, kids []kid, owner string) (map[string]any,
 	for _, a := range attrs {
 		m[a.name] = a.value
 	}
-	var multi map[string]bool
+	var multi map[string][]any // repeated names, boxed into m once at the end
 	var isAttr map[string]bool
 	for _, k := range kids {
 		v := p.materialize(k.val)
+		if list, ok := multi[k.name]; ok {
+			multi[k.name] = append(list, v)
+			continue
+		}
 		old, ok := m[k.name]
 		if !ok {
 			m[k.name] = v
-			continue
-		}
-		if multi[k.name] {
-			m[k.name] = append(old.([]any), v)
 			continue
 		}
 		if isAttr == nil && len(attrs) > 0 {
@@ -448,10 +448,12 @@ func (p *parser) object(attrs []attr, kids []kid, owner string) (map[string]any,
 				"%s is given both as an attribute and as an element of <%s>", k.name, owner)
 		}
 		if multi == nil {
-			multi = map[string]bool{}
+			multi = map[string][]any{}
 		}
-		multi[k.name] = true
-		m[k.name] = []any{old, v}
+		multi[k.name] = []any{old, v}
+	}
+	for name, list := range multi {
+		m[name] = list
 	}
 	return m, nil
 }
