@@ -54,6 +54,14 @@ func (d *Denials) Record(line string) {
 	}
 }
 
+// Reset empties the record and sets its hook, so a pooled mount set can
+// serve another call.
+func (d *Denials) Reset(onDeny func(line string)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lines, d.count, d.onDeny = d.lines[:0], 0, onDeny
+}
+
 // Count returns the number of refusals so far.
 func (d *Denials) Count() int {
 	d.mu.Lock()

@@ -115,6 +115,18 @@ func (f *FS) Close() error {
 	return errors.Join(errs...)
 }
 
+// Reopen makes a closed FS usable by another call: the host folder is
+// opened again on first use (a Temp mount gets a new folder). The caller
+// must have closed f and must not share it between concurrent calls.
+func (f *FS) Reopen() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.root != nil {
+		_ = f.root.Close()
+	}
+	f.opened, f.closed, f.root, f.dir, f.err = false, false, nil, "", nil
+}
+
 // removeTemp removes a per-call folder even if the guest made parts of it
 // read-only.
 func removeTemp(dir string) error {

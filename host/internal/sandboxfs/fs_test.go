@@ -416,6 +416,37 @@ func TestTempMount_lazyAndRemoved(t *testing.T) {
 	}
 }
 
+func TestReopen(t *testing.T) {
+	tmp := fakeChecker{
+		read:  map[policy.Root][]string{policy.RootTmp: {"**"}},
+		write: map[policy.Root][]string{policy.RootTmp: {"**"}},
+	}
+	d := sandboxfs.NewDenials(nil)
+	f, err := sandboxfs.New(sandboxfs.Config{Root: policy.RootTmp, Temp: true, GuestPath: "/tmp", Checker: tmp, Denials: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, errno := f.OpenFile("x", crt, 0o644)
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	file.Close()
+	first := f.Dir()
+	_ = f.Symlink("x", "y")
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Reopen()
+	d.Reset(nil)
+	if _, errno := f.OpenFile("x", rd, 0); errno != experimentalsys.ENOENT {
+		t.Fatalf("previous call's file visible after Reopen: %v", errno)
+	}
+	if f.Dir() == first || d.Count() != 0 || len(d.Lines()) != 0 {
+		t.Fatalf("dir %q (first %q), refusals %d", f.Dir(), first, d.Count())
+	}
+	_ = f.Close()
+}
+
 func TestCreateMount(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache", "tool")
 	c := fakeChecker{write: map[policy.Root][]string{policy.RootCache: {"**"}}}

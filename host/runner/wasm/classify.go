@@ -57,7 +57,7 @@ func (p *prepared) result(c *call, runErr, stopped error) (runner.Result, error)
 		}
 		e = errorf(abi.CodeToolError, "%s", msg)
 	}
-	res.Err = runner.Refused(e, c.denials.Lines(), c.denials.Count())
+	res.Err = runner.Refused(e, c.mounts.denials.Lines(), c.mounts.denials.Count())
 	res.Logs = c.logs.Lines()
 	return res, nil
 }

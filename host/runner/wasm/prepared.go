@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
@@ -33,12 +34,14 @@ type prepared struct {
 	checker  sandboxfs.Checker // the grant's file rules
 	mounts   []mount
 	limits   policy.Limits
+	// mountPool holds idle *mountSet values.
+	mountPool sync.Pool
 	// base is the module config shared by every call: args, environment,
 	// clocks, no start function (Run calls _start itself).
 	base wazero.ModuleConfig
 }
 
-func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []mount, mod wazero.CompiledModule) *prepared {
+func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []mount, mod wazero.CompiledModule) (*prepared, error) {
 	limits := grant.Limits
 	if limits.Timeout <= 0 {
 		limits.Timeout = DefaultTimeout
@@ -64,7 +67,7 @@ func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []
 	if !limits.Deterministic {
 		cfg = cfg.WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader)
 	}
-	return &prepared{
+	p := &prepared{
 		r:        r,
 		toolID:   tool.ToolID,
 		logger:   r.logger.With("tool", tool.ToolID),
@@ -74,6 +77,14 @@ func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []
 		limits:   limits,
 		base:     cfg,
 	}
+	// Build the first mount set now: a mount that cannot be built is a
+	// load error, not a failure of every call.
+	ms, err := newMountSet(p.checker, p.mounts)
+	if err != nil {
+		return nil, err
+	}
+	p.mountPool.Put(ms)
+	return p, nil
 }
 
 // args is the guest's argv: the tool id, then "--key=value" for each
@@ -92,50 +103,81 @@ func args(toolID string, config map[string]string) []string {
 	return out
 }
 
+// mountSet is the file systems of one call: a sandboxfs per mount, the
+// deny-all "/" and the wazero FSConfig holding them. Building the config
+// is a large part of a call's own cost (wazero copies it per mount), so
+// sets are pooled per prepared tool and reset between calls; a set serves
+// one call at a time and no state of one call survives the reset (every
+// host folder is reopened lazily, $TMP is a new folder, the refusal
+// record is emptied).
+type mountSet struct {
+	denials *sandboxfs.Denials
+	fss     []*sandboxfs.FS
+	fsc     wazero.FSConfig
+}
+
+// newMountSet builds a mount set for the prepared tool.
+func newMountSet(checker sandboxfs.Checker, mounts []mount) (*mountSet, error) {
+	ms := &mountSet{denials: sandboxfs.NewDenials(nil)}
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(sandboxfs.NewDeny(ms.denials), "/")
+	for _, m := range mounts {
+		cfg := m.cfg
+		cfg.Checker, cfg.Denials = checker, ms.denials
+		fs, err := sandboxfs.New(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("mount %s: %w", cfg.GuestPath, err)
+		}
+		ms.fss = append(ms.fss, fs)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(fs, cfg.GuestPath)
+	}
+	ms.fsc = fsc
+	return ms, nil
+}
+
+// mountSet takes a mount set from the pool, or builds one.
+func (p *prepared) mountSet() (*mountSet, error) {
+	if ms, ok := p.mountPool.Get().(*mountSet); ok {
+		for _, fs := range ms.fss {
+			fs.Reopen()
+		}
+		return ms, nil
+	}
+	return newMountSet(p.checker, p.mounts)
+}
+
 // call is the state of one Run.
 type call struct {
-	stdout  *limitio.Writer
-	logs    *limitio.Lines
-	denials *sandboxfs.Denials
-	memory  *memoryCap
-	budget  *meter.Budget // nil unless the tool is metered
-	fss     []*sandboxfs.FS
-	stop    context.CancelCauseFunc
+	stdout *limitio.Writer
+	logs   *limitio.Lines
+	memory *memoryCap
+	budget *meter.Budget // nil unless the tool is metered
+	mounts *mountSet
+	stop   context.CancelCauseFunc
 }
 
 // newCall sets up the buffers, mounts and memory cap of one call. stop is
 // the call's cancel: the stdout cap and the memory cap use it to stop the
 // guest.
 func (p *prepared) newCall(stop context.CancelCauseFunc) (*call, error) {
-	c := &call{stop: stop, logs: limitio.NewLines(limitio.DefaultLogBytes)}
-	c.stdout = limitio.NewWriter(p.limits.MaxOutputBytes, func() { stop(errOutputLimit) })
-	c.denials = sandboxfs.NewDenials(c.logs.Add)
-	c.memory = &memoryCap{limit: p.limits.MemoryBytes, tooSmall: func() { stop(errMemoryLimit) }}
-	for _, m := range p.mounts {
-		cfg := m.cfg
-		cfg.Checker, cfg.Denials = p.checker, c.denials
-		fs, err := sandboxfs.New(cfg)
-		if err != nil {
-			c.close()
-			return nil, fmt.Errorf("mount %s: %w", cfg.GuestPath, err)
-		}
-		c.fss = append(c.fss, fs)
+	ms, err := p.mountSet()
+	if err != nil {
+		return nil, err
 	}
+	c := &call{stop: stop, logs: limitio.NewLines(limitio.DefaultLogBytes), mounts: ms}
+	ms.denials.Reset(c.logs.Add)
+	c.stdout = limitio.NewWriter(p.limits.MaxOutputBytes, func() { stop(errOutputLimit) })
+	c.memory = &memoryCap{limit: p.limits.MemoryBytes, tooSmall: func() { stop(errMemoryLimit) }}
 	return c, nil
 }
 
 // moduleConfig is the call's module config: the shared base plus this
 // call's stdio, file systems and sleep.
 func (p *prepared) moduleConfig(ctx context.Context, c *call, input []byte) wazero.ModuleConfig {
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(sandboxfs.NewDeny(c.denials), "/")
-	for _, fs := range c.fss {
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(fs, fs.GuestPath())
-	}
 	cfg := p.base.
 		WithStdin(bytes.NewReader(input)).
 		WithStdout(c.stdout).
 		WithStderr(c.logs).
-		WithFSConfig(fsc)
+		WithFSConfig(c.mounts.fsc)
 	if p.limits.Deterministic {
 		// A fixed clock (advancing per reading and by each sleep, without
 		// waiting) and seeded randomness, fresh per call, so a call
@@ -145,13 +187,20 @@ func (p *prepared) moduleConfig(ctx context.Context, c *call, input []byte) waze
 	return cfg.WithNanosleep(sleeper(ctx))
 }
 
-// close releases the call's mounts (removing its /tmp).
+// close releases the call's mounts (removing its /tmp). The mount set
+// goes back to the pool with release, once the result has been read.
 func (c *call) close() error {
 	var errs []error
-	for _, fs := range c.fss {
+	for _, fs := range c.mounts.fss {
 		errs = append(errs, fs.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// release returns the call's mount set to the pool.
+func (p *prepared) release(c *call) {
+	c.mounts.denials.Reset(nil)
+	p.mountPool.Put(c.mounts)
 }
 
 // Run implements runner.Prepared.
@@ -165,6 +214,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	if err != nil {
 		return runner.Result{}, fmt.Errorf("wasm run %s: %w", p.toolID, err)
 	}
+	defer p.release(c)
 	ctx = experimental.WithMemoryAllocator(ctx, c.memory)
 	if p.limits.Fuel > 0 {
 		c.budget = &meter.Budget{Fuel: p.limits.Fuel}
@@ -189,7 +239,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		return runner.Result{}, fmt.Errorf("wasm run %s: %w", p.toolID, err)
 	}
 	if req.Logger != nil && res.Err != nil {
-		req.Logger.Debug("wasm call failed", "tool", p.toolID, "code", res.Err.Code, "denied", c.denials.Count())
+		req.Logger.Debug("wasm call failed", "tool", p.toolID, "code", res.Err.Code, "denied", c.mounts.denials.Count())
 	}
 	return res, nil
 }

@@ -175,7 +175,11 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if _, ok := mod.ExportedFunctions()["_start"]; !ok {
 		return nil, fail(abi.CodeLoadError, "module %s exports no _start: not a wasi-command", h.Module)
 	}
-	return r.newPrepared(tool, grant, mounts, mod), nil
+	p, err := r.newPrepared(tool, grant, mounts, mod)
+	if err != nil {
+		return nil, fail(abi.CodeLoadError, "%v", err)
+	}
+	return p, nil
 }
 
 // readModule reads the tool's module, refusing a path that leaves the

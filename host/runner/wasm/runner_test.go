@@ -286,6 +286,11 @@ func TestFiles_refusalHandledBySuccessfulGuest(t *testing.T) {
 	if !strings.Contains(strings.Join(res.Logs, "\n"), "denied: open /workspace/secret.txt (read)") {
 		t.Fatalf("refusal not in logs %q", res.Logs)
 	}
+	// The next call reuses the pooled mounts: no refusal carries over.
+	next := run(t, p, `{"strict":true,"ops":[{"op":"exit","code":1}]}`)
+	if code(next) != abi.CodeToolError || len(next.Logs) != 0 {
+		t.Fatalf("next call: %v, logs %q", next.Err, next.Logs)
+	}
 }
 
 func TestLimits(t *testing.T) {
