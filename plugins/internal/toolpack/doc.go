@@ -1,0 +1,11 @@
+// Package toolpack finds the first-party plugins that the manifests under a
+// toolpacks folder refer to, and builds them for GOOS=wasip1 GOARCH=wasm.
+//
+// The manifests are the build list: a manifest whose handler is a wasm
+// module "<name>.wasm" is built from plugins/<name> into the manifest's
+// folder, as a command for abi "wasi-command" and with
+// -buildmode=c-shared (a reactor exporting its entry point) for abi
+// "extism". A plugin folder that no manifest refers to is an error, so no
+// tool is left unshipped; a manifest whose module has no plugin folder is
+// a third-party module and is left alone.
+package toolpack
