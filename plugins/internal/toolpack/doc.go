@@ -5,7 +5,7 @@
 // module "<name>.wasm" is built from plugins/<name> into the manifest's
 // folder, as a command for abi "wasi-command" and with
 // -buildmode=c-shared (a reactor exporting its entry point) for abi
-// "extism". A plugin folder that no manifest refers to is an error, so no
-// tool is left unshipped; a manifest whose module has no plugin folder is
-// a third-party module and is left alone.
+// "extism". Plugin folders that no manifest refers to are reported, so no
+// tool is left unshipped by mistake; a manifest whose module has no plugin
+// folder is a third-party module and is left alone.
 package toolpack
