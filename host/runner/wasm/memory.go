@@ -27,8 +27,8 @@ type memoryCap struct {
 }
 
 // Allocate implements experimental.MemoryAllocator.
-func (m *memoryCap) Allocate(_, max uint64) experimental.LinearMemory {
-	return &cappedMemory{cap: m, max: max}
+func (m *memoryCap) Allocate(capHint, max uint64) experimental.LinearMemory {
+	return &cappedMemory{cap: m, max: max, hint: capHint}
 }
 
 func (m *memoryCap) grow(size uint64) bool {
@@ -53,9 +53,10 @@ func (m *memoryCap) state() (size uint64, reached bool, asked uint64) {
 
 // cappedMemory is one linear memory under a memoryCap.
 type cappedMemory struct {
-	cap *memoryCap
-	max uint64
-	buf []byte
+	cap  *memoryCap
+	max  uint64
+	hint uint64 // wazero's suggested initial capacity
+	buf  []byte
 }
 
 // Reallocate implements experimental.LinearMemory. It returns nil (the
@@ -80,6 +81,11 @@ func (c *cappedMemory) Reallocate(size uint64) []byte {
 	// small steps (the Go runtime from 2.25 to 2.9 MiB while starting),
 	// and doubling would allocate and clear memory they never use.
 	newCap := size + size/4
+	if c.buf == nil {
+		// The initial memory: exactly what wazero suggests (the module's
+		// minimum), as most guests never grow.
+		newCap = max(size, c.hint)
+	}
 	if newCap > c.cap.limit {
 		newCap = c.cap.limit
 	}
