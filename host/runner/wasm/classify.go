@@ -37,11 +37,11 @@ func (p *prepared) result(c *call, runErr, stopped error) (runner.Result, error)
 	var e *abi.Error
 	switch {
 	case c.stdout.Exceeded():
-		e = errorf(abi.CodeOutputLimit, "output is larger than the %d-byte cap", p.limits.MaxOutputBytes)
+		e = abi.Errorf(abi.CodeOutputLimit, "output is larger than the %d-byte cap", p.limits.MaxOutputBytes)
 	case errors.Is(stopped, errTimeout) || errors.Is(stopped, context.DeadlineExceeded):
-		e = errorf(abi.CodeTimeout, "the call ran longer than %s", p.limits.Timeout)
+		e = abi.Errorf(abi.CodeTimeout, "the call ran longer than %s", p.limits.Timeout)
 	case errors.Is(stopped, errMemoryLimit) || failed && memReached:
-		e = errorf(abi.CodeMemoryLimit, "memory cap of %d bytes reached (the guest asked for %d)", p.limits.MemoryBytes, memAsked)
+		e = abi.Errorf(abi.CodeMemoryLimit, "memory cap of %d bytes reached (the guest asked for %d)", p.limits.MemoryBytes, memAsked)
 	case stopped != nil:
 		return runner.Result{}, fmt.Errorf("call cancelled: %w", stopped)
 	case budgetErr != nil:
@@ -55,7 +55,7 @@ func (p *prepared) result(c *call, runErr, stopped error) (runner.Result, error)
 		if trace != "" {
 			c.logs.Add("trap: " + runErr.Error())
 		}
-		e = errorf(abi.CodeToolError, "%s", msg)
+		e = abi.Errorf(abi.CodeToolError, "%s", msg)
 	}
 	res.Err = runner.Refused(e, c.mounts.denials.Lines(), c.mounts.denials.Count())
 	res.Logs = c.logs.Lines()

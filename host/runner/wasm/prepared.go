@@ -15,7 +15,6 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 
-	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/internal/limitio"
 	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/agenthost/agenthost/host/internal/sandboxfs"
@@ -24,8 +23,9 @@ import (
 	"github.com/agenthost/agenthost/host/runner"
 )
 
-// prepared is one tool ready to run. It is immutable, so Run is safe for
-// concurrent use; all per-call state lives in a call.
+// prepared is one tool ready to run. Its fields do not change after
+// Prepare and its mount pool is safe for concurrent use, so Run is too;
+// all per-call state lives in a call and its (pooled, reset) mount set.
 type prepared struct {
 	r        *Runner
 	toolID   string
@@ -269,7 +269,3 @@ func (p *prepared) closeModule(mod api.Module) {
 // Interface guards
 var _ runner.Prepared = (*prepared)(nil)
 
-// errorf is abi.Errorf, shortened for result.go.
-func errorf(code abi.Code, format string, args ...any) *abi.Error {
-	return abi.Errorf(code, format, args...)
-}
