@@ -268,4 +268,3 @@ func (p *prepared) closeModule(mod api.Module) {
 
 // Interface guards
 var _ runner.Prepared = (*prepared)(nil)
-
