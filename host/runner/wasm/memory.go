@@ -81,9 +81,11 @@ func (c *cappedMemory) Reallocate(size uint64) []byte {
 	// small steps (the Go runtime from 2.25 to 2.9 MiB while starting),
 	// and doubling would allocate and clear memory they never use.
 	newCap := size + size/4
-	if c.buf == nil {
-		// The initial memory: exactly what wazero suggests (the module's
-		// minimum), as most guests never grow.
+	if c.buf == nil && size < 1<<20 {
+		// A small initial memory gets exactly what wazero suggests (the
+		// module's minimum): tiny guests rarely grow. A large one keeps
+		// the quarter of headroom: the Go runtime grows from 2.25 MiB to
+		// exactly 1.25 times that while starting.
 		newCap = max(size, c.hint)
 	}
 	if newCap > c.cap.limit {
