@@ -65,7 +65,6 @@ const (
 	insExit                          // check, then store the counter to the global
 	insFlush                         // store the counter to the global
 	insReload                        // load the counter from the global
-	insTimeout                       // charge the global, refill if below zero (InstrumentTimeout)
 )
 
 // insert is a pending insertion of metering code at offset pos of the
@@ -307,15 +306,18 @@ func (w *rewriter) body(dst, code []byte, local uint32) ([]byte, error) {
 // bodyTimeout is body for InstrumentTimeout: a check at the entry and at
 // each loop header, charging the static size of the code of the function
 // or loop outside its inner loops. Any run between two checks executes
-// each of those instructions at most once, so the charge bounds it.
+// each of those instructions at most once, so the charge bounds it. The
+// counter is kept in the local as in body (stored before calls and exits,
+// reloaded after calls), but nothing else is charged or checked.
 func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
 	r := &reader{b: code}
 	w.local = local
 	w.stack = append(w.stack[:0], frame{kind: frameFunc, head: 0})
-	w.charges = append(w.charges[:0], insert{pos: 0, kind: insTimeout})
+	w.charges = append(w.charges[:0], insert{pos: 0, kind: insEntry})
 	w.others = w.others[:0]
 	w.out = w.out[:0]
-	// region is the charge of the innermost function or loop.
+	at := func(kind insertKind) { w.others = append(w.others, insert{pos: len(w.out), kind: kind}) }
+	// region is the check of the innermost function or loop.
 	region := func() *insert {
 		for i := len(w.stack) - 1; ; i-- {
 			if f := w.stack[i]; f.kind == frameFunc || f.kind == frameLoop {
@@ -337,11 +339,11 @@ func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
 			region().cost++
 			w.out = append(w.out, code[start:r.pos]...)
 			f := frame{kind: frameBlock}
-			if op == opIf {
+			switch op {
+			case opIf:
 				f.kind = frameIf
-			}
-			if op == opLoop {
-				w.charges = append(w.charges, insert{pos: len(w.out), kind: insTimeout})
+			case opLoop:
+				w.charges = append(w.charges, insert{pos: len(w.out), kind: insCheckCharge})
 				f = frame{kind: frameLoop, head: len(w.charges) - 1}
 			}
 			w.stack = append(w.stack, f)
@@ -350,16 +352,20 @@ func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
 			if top := len(w.stack) - 1; top < 1 || w.stack[top].kind != frameIf {
 				return nil, errors.New("else outside if")
 			}
+			w.out = append(w.out, op)
+			continue
 		case opEnd:
 			top := len(w.stack) - 1
 			w.stack = w.stack[:top]
-			w.out = append(w.out, op)
 			if top == 0 {
+				at(insFlush)
+				w.out = append(w.out, op)
 				if !r.eof() {
 					return nil, fmt.Errorf("%d bytes after the end of the function body", len(code)-r.pos)
 				}
 				return w.emit(dst), nil
 			}
+			w.out = append(w.out, op)
 			continue
 		case opBr, opBrIf:
 			depth, err := r.u32()
@@ -369,11 +375,15 @@ func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
 			if err := w.target(depth); err != nil {
 				return nil, err
 			}
+			if int(depth) == len(w.stack)-1 { // a return
+				at(insFlush)
+			}
 		case opBrTable:
 			n, err := r.u32()
 			if err != nil {
 				return nil, err
 			}
+			exits := false
 			for i := uint64(0); i <= uint64(n); i++ {
 				depth, err := r.u32()
 				if err != nil {
@@ -382,8 +392,14 @@ func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
 				if err := w.target(depth); err != nil {
 					return nil, err
 				}
+				exits = exits || int(depth) == len(w.stack)-1
 			}
-		case opReturn, opUnreachable:
+			if exits {
+				at(insFlush)
+			}
+		case opReturn:
+			at(insFlush)
+		case opUnreachable:
 		case opCall, opReturnCall, opRefFunc:
 			idx, err := r.u32()
 			if err != nil {
@@ -393,8 +409,25 @@ func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
 				return nil, err
 			}
 			region().cost++
+			if op != opRefFunc {
+				at(insFlush)
+			}
 			w.out = append(w.out, op)
 			w.out = appendU32(w.out, idx)
+			if op == opCall {
+				at(insReload)
+			}
+			continue
+		case opCallIndirect, opReturnCallIndirect:
+			if err := skipImmediates(r, op); err != nil {
+				return nil, err
+			}
+			region().cost++
+			at(insFlush)
+			w.out = append(w.out, code[start:r.pos]...)
+			if op == opCallIndirect {
+				at(insReload)
+			}
 			continue
 		case opGlobalGet, opGlobalSet:
 			idx, err := r.u32()
@@ -417,9 +450,7 @@ func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
 				return nil, err
 			}
 		}
-		if op != opElse {
-			region().cost++
-		}
+		region().cost++
 		w.out = append(w.out, code[start:r.pos]...)
 	}
 }
@@ -504,15 +535,6 @@ func (w *rewriter) appendInsert(dst []byte, in insert) []byte {
 	case insFlush:
 		dst = w.appendLocal(dst, 0x20)
 		return w.appendGlobal(dst, opGlobalSet)
-	case insTimeout:
-		dst = w.appendGlobal(dst, opGlobalGet)
-		dst = append(dst, opI64Const)
-		dst = appendS64(dst, in.cost)
-		dst = append(dst, opI64Sub)
-		dst = w.appendLocal(dst, 0x22)
-		dst = w.appendGlobal(dst, opGlobalSet)
-		dst = w.appendLocal(dst, 0x20)
-		return w.appendRefill(dst)
 	default: // insReload
 		dst = w.appendGlobal(dst, opGlobalGet)
 		return w.appendLocal(dst, 0x21)

@@ -121,11 +121,11 @@ func Instrument(wasm []byte) ([]byte, error) {
 }
 
 // InstrumentTimeout is the cheaper rewrite for calls with a deadline and
-// no fuel limit. Only function entries and loop headers touch the counter
-// (the global itself): each charges an upper bound of the instructions
-// that can run before the next check (the static size of the function's
-// or loop's own code), so a slice still bounds the work between two
-// looks at the deadline, but nothing is counted exactly. The module
+// no fuel limit. Only function entries and loop headers charge and check
+// the counter: each charges an upper bound of the instructions that can
+// run before the next check (the static size of the function's or loop's
+// own code), so a slice still bounds the work between two looks at the
+// deadline, but nothing is counted exactly. The module
 // imports TimeoutRefillName instead of RefillName; its host function
 // traps with TIMEOUT when the context is done and refuses a Budget with
 // Fuel, so a fuel limit is never enforced on the wrong units. Everything
