@@ -33,8 +33,16 @@ type handler func(ctx context.Context, args []byte) ([]byte, error)
 // written to stdout and the process exits 1. The code is TOOL_ERROR unless
 // the error wraps an *[abi.Error] (see [Errorf]), whose code, message and
 // details are used. A panic in fn is reported as TOOL_ERROR.
+//
+// In a reactor build (-buildmode=c-shared, the fast path of docs/ABI.md)
+// Run is called from the host's agenthost_init: it records fn and
+// returns, and each call then reaches fn through agenthost_call.
 func Run[In, Out any](fn func(ctx context.Context, in In) (Out, error)) {
-	os.Exit(serve(context.Background(), os.Stdin, os.Stdout, typed(fn)))
+	h := typed(fn)
+	if register(h) {
+		return
+	}
+	os.Exit(serve(context.Background(), os.Stdin, os.Stdout, h))
 }
 
 // Errorf returns an error carrying code, for a tool that wants a code other

@@ -39,6 +39,9 @@ type prepared struct {
 	// base is the module config shared by every call: args, environment,
 	// clocks, no start function (Run calls _start itself).
 	base wazero.ModuleConfig
+	// fast is the pre-initialised state of a reactor tool (snapshot.go);
+	// nil for a command, which starts fresh from _start.
+	fast *fastPath
 }
 
 func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []mount, mod wazero.CompiledModule) (*prepared, error) {
@@ -215,7 +218,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		return runner.Result{}, fmt.Errorf("wasm run %s: %w", p.toolID, err)
 	}
 	defer p.release(c)
-	ctx = experimental.WithMemoryAllocator(ctx, c.memory)
+	ctx = experimental.WithMemoryAllocator(ctx, p.allocator(c))
 	if p.limits.Fuel > 0 {
 		c.budget = &meter.Budget{Fuel: p.limits.Fuel}
 		ctx = meter.WithBudget(ctx, c.budget)
@@ -247,11 +250,17 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 // instantiate makes a fresh instance of the module; no guest code runs
 // yet beyond data and element initialisation.
 func (p *prepared) instantiate(ctx context.Context, cfg wazero.ModuleConfig) (api.Module, error) {
+	if p.fast != nil {
+		return p.fast.instantiate(ctx, p, cfg)
+	}
 	return p.r.rt.InstantiateModule(ctx, p.compiled, cfg)
 }
 
 // start runs the command's _start.
 func (p *prepared) start(ctx context.Context, mod api.Module) error {
+	if p.fast != nil {
+		return p.fast.call(ctx, mod)
+	}
 	fn := mod.ExportedFunction("_start")
 	if fn == nil {
 		return errors.New("module exports no _start")

@@ -40,6 +40,10 @@ type Options struct {
 	// CacheDir is wazero's on-disk compilation cache folder, so a second
 	// process does not recompile; "" keeps compiled code in memory only.
 	CacheDir string
+	// PoolMemoryBytes is the memory budget of all fast-path pools
+	// together (policy pool.memoryMb, docs/POOLS.md); 0 keeps no ready
+	// memories, so each fast-path call copies its snapshot on the spot.
+	PoolMemoryBytes uint64
 }
 
 // Runner compiles and runs wasi-command tools. It is safe for concurrent
@@ -49,6 +53,7 @@ type Runner struct {
 	rt     wazero.Runtime
 	cache  wazero.CompilationCache
 	meter  *meter.Cache // instrumented modules of metered tools
+	pools  *pools       // fast-path memory pools and their budget
 
 	mu       sync.Mutex
 	compiled map[string]*compileEntry // by module SHA-256
@@ -96,6 +101,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		rt:       rt,
 		cache:    cache,
 		meter:    meter.NewCache(meterDir),
+		pools:    newPools(opts.PoolMemoryBytes),
 		compiled: map[string]*compileEntry{},
 	}, nil
 }
@@ -107,6 +113,7 @@ func (r *Runner) Close(ctx context.Context) error {
 	r.closed = true
 	r.compiled = map[string]*compileEntry{}
 	r.mu.Unlock()
+	r.pools.closeAll()
 	err := r.rt.Close(ctx)
 	if r.cache != nil {
 		err = errors.Join(err, r.cache.Close(ctx))
@@ -167,6 +174,14 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 			return nil, fail(abi.CodeLoadError, "instrument %s for fuel metering: %v", h.Module, err)
 		}
 		sum = "metered-" + sum
+	}
+	if isReactor(code) {
+		// The fast path: a reactor pre-initialised once (snapshot.go).
+		p, err := r.prepareReactor(ctx, tool, grant, mounts, sum, code)
+		if err != nil {
+			return nil, fail(abi.CodeLoadError, "pre-initialise %s: %v", h.Module, err)
+		}
+		return p, nil
 	}
 	mod, err := r.compile(ctx, sum, code)
 	if err != nil {

@@ -1,0 +1,174 @@
+package wasm_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/agenthost/agenthost/host/runner"
+	"github.com/agenthost/agenthost/host/runner/wasm"
+)
+
+const echoPlugin = "../../../plugins/echo"
+
+// benchOutput is what plugins/echo answers to benchInput (its keys
+// sorted, one line).
+var benchOutput = []byte(`{"message":"hello, world","n":42,"tags":["a","b"]}` + "\n")
+
+// BenchmarkFastPath compares, in one run, a call of the first-party Go
+// echo tool (plugins/echo) made every way: raw wazero with a fresh
+// instance of the command build, raw wazero calling agenthost_call again
+// and again on one reactor instance (reused state: the lower bound), the
+// runner's slow path (command build) and its fast path (reactor build,
+// fresh state from the snapshot), with and without a pool; then the tiny
+// WAT echo on the slow path and the fast path's throughput with 1 and 2
+// goroutines. snapshot-B/instance is the memory a pooled instance holds.
+func BenchmarkFastPath(b *testing.B) {
+	b.Run("go-echo/raw-fresh", func(b *testing.B) { benchRawFresh(b, sdkGuest(b, echoPlugin, modeCommand)) })
+	b.Run("go-echo/raw-reused", func(b *testing.B) { benchRawReused(b, sdkGuest(b, echoPlugin, modeReactor)) })
+	b.Run("go-echo/slow", func(b *testing.B) { benchRunner(b, sdkGuest(b, echoPlugin, modeCommand), 0, benchOutput) })
+	b.Run("go-echo/fast", func(b *testing.B) { benchRunner(b, sdkGuest(b, echoPlugin, modeReactor), 64<<20, benchOutput) })
+	b.Run("go-echo/fast-nopool", func(b *testing.B) { benchRunner(b, sdkGuest(b, echoPlugin, modeReactor), 0, benchOutput) })
+	b.Run("tiny/raw-fresh", func(b *testing.B) { benchRawFresh(b, watGuest(b, "echo")) })
+	b.Run("tiny/slow", func(b *testing.B) { benchRunner(b, watGuest(b, "echo"), 0, benchInput) })
+	for _, n := range []int{1, 2} {
+		b.Run("go-echo/fast-goroutines-"+string(rune('0'+n)), func(b *testing.B) {
+			benchThroughput(b, sdkGuest(b, echoPlugin, modeReactor), n)
+		})
+	}
+}
+
+func benchRunner(b *testing.B, module string, budget uint64, want []byte) {
+	r := newPoolRunner(b, budget)
+	p := prepare(b, r, module, newEnv(b), nil)
+	if size := wasm.SnapshotBytes(p); size > 0 {
+		b.ReportMetric(float64(size), "snapshot-B/instance")
+	}
+	ctx := context.Background()
+	if _, err := p.Run(ctx, runner.Request{Input: benchInput}); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // let the pool fill
+	b.ReportAllocs()
+	cpu := cpuTimer()
+	for b.Loop() {
+		res, err := p.Run(ctx, runner.Request{Input: benchInput})
+		if err != nil || res.Err != nil || !bytes.Equal(res.Output, want) {
+			b.Fatalf("%v %v %q", err, res.Err, res.Output)
+		}
+	}
+	cpu(b)
+}
+
+// benchThroughput runs b.N calls spread over n goroutines and reports
+// calls per second.
+func benchThroughput(b *testing.B, module string, n int) {
+	r := newPoolRunner(b, 64<<20)
+	p := prepare(b, r, module, newEnv(b), nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range n {
+		calls := b.N / n
+		if g < b.N%n {
+			calls++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range calls {
+				res, err := p.Run(ctx, runner.Request{Input: benchInput})
+				if err != nil || res.Err != nil {
+					b.Errorf("%v %v", err, res.Err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+}
+
+// benchRawFresh instantiates a command afresh per call with stdin and
+// stdout only (no limits, no mounts).
+func benchRawFresh(b *testing.B, module string) {
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	code, err := os.ReadFile(module)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mod, err := rt.CompileModule(ctx, code)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := wazero.NewModuleConfig().WithName("")
+	var out bytes.Buffer
+	b.ReportAllocs()
+	cpu := cpuTimer()
+	for b.Loop() {
+		out.Reset()
+		m, err := rt.InstantiateModule(ctx, mod, cfg.WithStdin(bytes.NewReader(benchInput)).WithStdout(&out))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = m.Close(ctx)
+		if out.Len() == 0 {
+			b.Fatal("no output")
+		}
+	}
+	cpu(b)
+}
+
+// rewindReader serves the same input again after each rewind.
+type rewindReader struct{ r bytes.Reader }
+
+func (r *rewindReader) Read(p []byte) (int, error) { return r.r.Read(p) }
+
+// benchRawReused starts one reactor instance and calls agenthost_call on
+// it per op: no state is reset between calls.
+func benchRawReused(b *testing.B, module string) {
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	code, err := os.ReadFile(module)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := &rewindReader{}
+	var out bytes.Buffer
+	m, err := rt.InstantiateWithConfig(ctx, code, wazero.NewModuleConfig().WithName("").WithStartFunctions().WithStdin(in).WithStdout(&out))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close(ctx)
+	for _, name := range []string{"_initialize", "agenthost_init"} {
+		if _, err := m.ExportedFunction(name).Call(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	call := m.ExportedFunction("agenthost_call")
+	b.ReportAllocs()
+	cpu := cpuTimer()
+	for b.Loop() {
+		in.r.Reset(benchInput)
+		out.Reset()
+		res, err := call.Call(ctx)
+		if err != nil || api.DecodeI32(res[0]) != 0 || !bytes.Equal(out.Bytes(), benchOutput) {
+			b.Fatalf("%v %v %q", err, res, out.Bytes())
+		}
+	}
+	cpu(b)
+}

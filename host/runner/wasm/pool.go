@@ -1,0 +1,317 @@
+package wasm
+
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// PoolTarget is the number of ready memories a fast-path tool's pool
+// keeps at most; fewer when the runner's pool budget is spent.
+const PoolTarget = 4
+
+// memorySource hands out linear memories holding a tool's snapshot: a
+// buffer whose length is the snapshot's size and whose every byte equals
+// the snapshot.
+type memorySource interface {
+	get() []byte
+	// put takes back a buffer get returned, once its call is over.
+	put(buf []byte)
+}
+
+// constantSource copies one fixed image per get; put drops the buffer.
+type constantSource []byte
+
+func (s constantSource) get() []byte { return append(make([]byte, 0, len(s)), s...) }
+func (s constantSource) put([]byte)  {}
+
+// pools is the runner-wide memory budget shared by every tool's pool
+// (policy pool.memoryMb) and the set of live pools, drained on Close.
+type pools struct {
+	budget uint64
+
+	mu     sync.Mutex
+	used   uint64
+	live   map[*memoryPool]struct{}
+	closed bool
+}
+
+func newPools(budget uint64) *pools {
+	return &pools{budget: budget, live: map[*memoryPool]struct{}{}}
+}
+
+// reserve takes n bytes of the budget and reports whether they were
+// available.
+func (ps *pools) reserve(n uint64) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.closed || ps.used+n > ps.budget {
+		return false
+	}
+	ps.used += n
+	return true
+}
+
+func (ps *pools) free(n uint64) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.used -= n
+}
+
+// Used returns the bytes the pools hold now.
+func (ps *pools) inUse() uint64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.used
+}
+
+// newPool starts the pool of one fast-path tool: a goroutine fills up to
+// PoolTarget buffers with snap (as far as the budget allows) and refills
+// each buffer a call gives back. A pool with no buffer (budget spent or
+// zero) still works: every get copies the snapshot on the spot.
+func (ps *pools) newPool(snap []byte, logger hclog.Logger) *memoryPool {
+	mp := &memoryPool{
+		snap:   snap,
+		owner:  ps,
+		logger: logger,
+		owned:  map[*byte]struct{}{},
+		ready:  make(chan []byte, PoolTarget),
+		dirty:  make(chan []byte, PoolTarget),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	ps.mu.Lock()
+	if ps.closed {
+		ps.mu.Unlock()
+		close(mp.done)
+		mp.closed = true
+		return mp
+	}
+	ps.live[mp] = struct{}{}
+	ps.mu.Unlock()
+	go mp.run()
+	return mp
+}
+
+// closeAll drains every live pool; later pools start closed.
+func (ps *pools) closeAll() {
+	ps.mu.Lock()
+	ps.closed = true
+	live := make([]*memoryPool, 0, len(ps.live))
+	for mp := range ps.live {
+		live = append(live, mp)
+	}
+	ps.mu.Unlock()
+	for _, mp := range live {
+		mp.close()
+	}
+}
+
+// memoryPool is the bounded pool of ready snapshot memories of one
+// fast-path tool. Buffers it owns (reserved from the budget) circulate
+// ready → call → dirty → refilled → ready; a call that finds no ready
+// buffer gets a fresh copy, which is dropped afterwards.
+type memoryPool struct {
+	snap   []byte
+	owner  *pools
+	logger hclog.Logger
+
+	mu     sync.Mutex
+	owned  map[*byte]struct{} // data pointers of the buffers it owns
+	closed bool
+
+	ready chan []byte
+	dirty chan []byte
+	quit  chan struct{}
+	done  chan struct{}
+
+	hits, misses atomic.Uint64
+}
+
+// run fills the pool, then refills returned buffers until close.
+func (mp *memoryPool) run() {
+	defer close(mp.done)
+	size := uint64(len(mp.snap))
+	for range PoolTarget {
+		if size == 0 || !mp.owner.reserve(size) {
+			break
+		}
+		buf := append(make([]byte, 0, len(mp.snap)), mp.snap...)
+		mp.mu.Lock()
+		mp.owned[unsafe.SliceData(buf)] = struct{}{}
+		mp.mu.Unlock()
+		select {
+		case mp.ready <- buf:
+		case <-mp.quit:
+			return
+		}
+	}
+	for {
+		select {
+		case buf := <-mp.dirty:
+			copy(buf, mp.snap)
+			select {
+			case mp.ready <- buf:
+			case <-mp.quit:
+				return
+			}
+		case <-mp.quit:
+			return
+		}
+	}
+}
+
+// get returns a buffer holding the snapshot: a ready one, or a new copy.
+func (mp *memoryPool) get() []byte {
+	select {
+	case buf := <-mp.ready:
+		mp.hits.Add(1)
+		return buf
+	default:
+		mp.misses.Add(1)
+		return append(make([]byte, 0, len(mp.snap)), mp.snap...)
+	}
+}
+
+// put gives a buffer back after its call. A buffer the pool owns is
+// refilled; any other is dropped. The dirty channel has room for every
+// owned buffer, so put never blocks.
+func (mp *memoryPool) put(buf []byte) {
+	if cap(buf) != len(mp.snap) {
+		return
+	}
+	mp.mu.Lock()
+	_, own := mp.owned[unsafe.SliceData(buf)]
+	closed := mp.closed
+	mp.mu.Unlock()
+	if !own || closed {
+		return
+	}
+	select {
+	case mp.dirty <- buf[:len(mp.snap)]:
+	default:
+		mp.logger.Warn("pool: dirty queue full; dropping a buffer")
+	}
+}
+
+// stats returns how many gets found a ready buffer and how many copied.
+func (mp *memoryPool) stats() (hits, misses uint64) {
+	return mp.hits.Load(), mp.misses.Load()
+}
+
+// close stops the refill goroutine, drops every buffer and gives the
+// budget back. It is idempotent; calls still running finish with their
+// buffer, which put then drops.
+func (mp *memoryPool) close() {
+	mp.mu.Lock()
+	if mp.closed {
+		mp.mu.Unlock()
+		return
+	}
+	mp.closed = true
+	mp.mu.Unlock()
+	close(mp.quit)
+	<-mp.done
+	for {
+		select {
+		case <-mp.ready:
+			continue
+		case <-mp.dirty:
+			continue
+		default:
+		}
+		break
+	}
+	mp.mu.Lock()
+	n := uint64(len(mp.owned)) * uint64(len(mp.snap))
+	mp.owned = map[*byte]struct{}{}
+	mp.mu.Unlock()
+	mp.owner.free(n)
+	mp.owner.mu.Lock()
+	delete(mp.owner.live, mp)
+	mp.owner.mu.Unlock()
+}
+
+// snapshotAllocator is the memory allocator of a fast-path instance: its
+// linear memory starts as a buffer from the tool's pool, under the call's
+// memory cap.
+type snapshotAllocator struct {
+	cap  *memoryCap
+	pool memorySource
+}
+
+// Allocate implements experimental.MemoryAllocator.
+func (a *snapshotAllocator) Allocate(_, max uint64) experimental.LinearMemory {
+	return &snapshotMemory{cap: a.cap, pool: a.pool, max: max}
+}
+
+// snapshotMemory is one fast-path linear memory. Its first allocation is
+// the snapshot (wazero sizes the memory by the returned buffer, so the
+// instance starts at the snapshot's size, not the module's minimum). A
+// grow past the snapshot moves the memory to a new buffer that is never
+// pooled; the snapshot buffer goes back to the pool when the instance is
+// closed and is overwritten with the snapshot before its next use.
+type snapshotMemory struct {
+	cap  *memoryCap
+	pool memorySource
+	max  uint64
+	orig []byte // the buffer from the pool
+	buf  []byte
+}
+
+// Reallocate implements experimental.LinearMemory.
+func (m *snapshotMemory) Reallocate(size uint64) []byte {
+	if m.buf == nil {
+		m.orig = m.pool.get()
+		want := max(size, uint64(len(m.orig)))
+		if !m.cap.grow(want) && m.cap.tooSmall != nil {
+			// The snapshot is above the call's cap: stop the call
+			// before the guest runs, as for a command whose initial
+			// memory is.
+			m.cap.tooSmall()
+		}
+		m.buf = m.orig
+		if size <= uint64(len(m.buf)) {
+			return m.buf
+		}
+	}
+	if size <= uint64(len(m.buf)) {
+		return m.buf[:size]
+	}
+	if !m.cap.grow(size) {
+		return nil
+	}
+	if size <= uint64(cap(m.buf)) {
+		m.buf = m.buf[:size]
+		return m.buf
+	}
+	newCap := size + size/4
+	newCap = min(newCap, max(m.cap.limit, size))
+	if m.max > 0 {
+		newCap = min(newCap, max(m.max, size))
+	}
+	buf := make([]byte, size, newCap)
+	copy(buf, m.buf)
+	m.buf = buf
+	return buf
+}
+
+// Free implements experimental.LinearMemory: the snapshot buffer goes
+// back to the pool.
+func (m *snapshotMemory) Free() {
+	if m.orig != nil {
+		m.pool.put(m.orig)
+	}
+	m.orig, m.buf = nil, nil
+}
+
+// Interface guards
+var (
+	_ experimental.MemoryAllocator = (*snapshotAllocator)(nil)
+	_ experimental.LinearMemory    = (*snapshotMemory)(nil)
+	_ memorySource                 = (*memoryPool)(nil)
+	_ memorySource                 = constantSource(nil)
+)

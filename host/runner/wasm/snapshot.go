@@ -1,0 +1,364 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/tetratelabs/wabin/binary"
+	"github.com/tetratelabs/wabin/leb128"
+	wabin "github.com/tetratelabs/wabin/wasm"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/agenthost/agenthost/host/internal/meter"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
+)
+
+// The fast path (docs/POOLS.md). A reactor tool (exports _initialize,
+// agenthost_init and agenthost_call) is started once at Prepare: the
+// host runs _initialize and agenthost_init and captures the instance's
+// linear memory and mutable globals. Every call then instantiates a copy
+// of the module whose data segments were removed, gets its linear memory
+// from the snapshot (a pooled buffer already holding it, see pool.go),
+// sets the mutable globals back to their snapshot values and calls
+// agenthost_call. The instance itself, with its WASI state (descriptor
+// table, stdio, mounts, clocks), is new per call, exactly as on the slow
+// path.
+
+// Exports of a reactor tool (docs/ABI.md, "Fast path (reactor)").
+const (
+	exportInitialize = "_initialize"
+	exportInit       = "agenthost_init"
+	exportCall       = "agenthost_call"
+	// globalExportPrefix names the exports the host adds for every
+	// mutable global, so it can read them after start-up and reset them
+	// per call.
+	globalExportPrefix = "agenthost.snapshot.global."
+)
+
+// fastPath is the pre-initialised state of a reactor tool.
+type fastPath struct {
+	// globals are the host-added export names of the mutable globals
+	// and their snapshot values (raw bits, as api.Global.Get returns).
+	globals []string
+	values  []uint64
+	// memory is the linear memory right after agenthost_init.
+	memory []byte
+	// pool hands out buffers already holding memory; it is never nil
+	// (with no budget it copies on demand).
+	pool *memoryPool
+}
+
+// reactorModule is a decoded reactor module and its rewrite for the fast
+// path.
+type reactorModule struct {
+	// code is the module without data segments and with every mutable
+	// global exported under globalExportPrefix.
+	code []byte
+	// initial is the linear memory the original data segments describe.
+	initial []byte
+	// globals are the added export names; counter is the index in
+	// globals of the meter's fuel counter, or -1.
+	globals []string
+	counter int
+}
+
+// isReactor reports whether the module's exports make it a reactor tool.
+// It decodes only the export section's names, so a module that does not
+// decode is left to the compiler to reject.
+func isReactor(code []byte) bool {
+	names, err := exportNames(code)
+	if err != nil {
+		return false
+	}
+	return names[exportInitialize] && names[exportInit] && names[exportCall] && !names["_start"]
+}
+
+// rewriteReactor decodes a reactor module and returns its fast-path form.
+// It refuses what a snapshot cannot capture: an imported memory or
+// mutable global, passive data segments and data segments placed by a
+// global.
+func rewriteReactor(code []byte) (*reactorModule, error) {
+	m, err := binary.DecodeModule(code, wabin.CoreFeaturesV2)
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	importedGlobals := 0
+	for _, im := range m.ImportSection {
+		switch im.Type {
+		case wabin.ExternTypeMemory:
+			return nil, errors.New("a reactor with an imported memory cannot be pre-initialised")
+		case wabin.ExternTypeGlobal:
+			if im.DescGlobal != nil && im.DescGlobal.Mutable {
+				return nil, fmt.Errorf("a reactor importing the mutable global %s.%s cannot be pre-initialised", im.Module, im.Name)
+			}
+			importedGlobals++
+		}
+	}
+	if m.MemorySection == nil {
+		return nil, errors.New("a reactor without a memory cannot be pre-initialised")
+	}
+	initial := make([]byte, uint64(m.MemorySection.Min)<<16)
+	for i, d := range m.DataSection {
+		if d.OffsetExpression == nil {
+			return nil, fmt.Errorf("data segment %d is passive: a reactor with passive data cannot be pre-initialised", i)
+		}
+		if d.OffsetExpression.Opcode != wabin.OpcodeI32Const {
+			return nil, fmt.Errorf("data segment %d is not placed by an i32.const", i)
+		}
+		off, _, err := leb128.DecodeInt32(bytes.NewReader(d.OffsetExpression.Data))
+		if err != nil {
+			return nil, fmt.Errorf("data segment %d offset: %w", i, err)
+		}
+		end := uint64(uint32(off)) + uint64(len(d.Init))
+		if end > uint64(len(initial)) {
+			return nil, fmt.Errorf("data segment %d ends at %d, past the initial memory of %d bytes", i, end, len(initial))
+		}
+		copy(initial[uint32(off):], d.Init)
+	}
+	counter := -1
+	counterIndex := uint32(math.MaxUint32)
+	for _, e := range m.ExportSection {
+		if strings.HasPrefix(e.Name, globalExportPrefix) {
+			return nil, fmt.Errorf("export %q uses the host's reserved prefix", e.Name)
+		}
+		if e.Type == wabin.ExternTypeGlobal && e.Name == meter.CounterExport {
+			counterIndex = e.Index
+		}
+	}
+	var globals []string
+	for i, g := range m.GlobalSection {
+		if !g.Type.Mutable {
+			continue
+		}
+		switch g.Type.ValType {
+		case wabin.ValueTypeI32, wabin.ValueTypeI64, wabin.ValueTypeF32, wabin.ValueTypeF64:
+		default:
+			return nil, fmt.Errorf("mutable global %d has type %s, which cannot be snapshotted", i, wabin.ValueTypeName(g.Type.ValType))
+		}
+		idx := uint32(importedGlobals + i)
+		name := globalExportPrefix + strconv.Itoa(int(idx))
+		if idx == counterIndex {
+			counter = len(globals)
+		}
+		globals = append(globals, name)
+		m.ExportSection = append(m.ExportSection, &wabin.Export{Type: wabin.ExternTypeGlobal, Name: name, Index: idx})
+	}
+	m.DataSection = nil
+	m.DataCountSection = nil
+	return &reactorModule{code: binary.EncodeModule(m), initial: initial, globals: globals, counter: counter}, nil
+}
+
+// prepareReactor prepares a reactor tool: it compiles the rewritten
+// module (once per module), builds the prepared tool and takes its
+// snapshot under the tool's grant.
+func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant *policy.Grant, mounts []mount, sum string, code []byte) (*prepared, error) {
+	rm, err := rewriteReactor(code)
+	if err != nil {
+		return nil, err
+	}
+	digest := sha256.Sum256(rm.code)
+	mod, err := r.compile(ctx, "reactor-"+hex.EncodeToString(digest[:]), rm.code)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s: %w", tool.Handler.Module, err)
+	}
+	p, err := r.newPrepared(tool, grant, mounts, mod)
+	if err != nil {
+		return nil, err
+	}
+	fp, err := p.snapshot(ctx, rm)
+	if err != nil {
+		return nil, err
+	}
+	fp.pool = r.pools.newPool(fp.memory, r.logger)
+	p.fast = fp
+	return p, nil
+}
+
+// snapshot runs the tool's start-up (_initialize, then agenthost_init,
+// which runs the plugin's main) in an instance set up like a call's
+// (same arguments, environment, mounts, limits) and captures its memory
+// and mutable globals. The meter's fuel counter is captured as 0, so
+// every call starts with an empty counter as on the slow path.
+func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (*fastPath, error) {
+	ctx, stop, release := callContext(ctx, p.limits.Timeout)
+	defer release()
+	c, err := p.newCall(stop)
+	if err != nil {
+		return nil, err
+	}
+	defer p.release(c)
+	defer func() {
+		if err := c.close(); err != nil {
+			p.logger.Warn("cleanup after start-up", "error", err)
+		}
+	}()
+	seed := &snapshotAllocator{cap: c.memory, pool: constantSource(rm.initial)}
+	ctx = experimental.WithMemoryAllocator(ctx, seed)
+	if p.limits.Fuel > 0 {
+		c.budget = &meter.Budget{Fuel: p.limits.Fuel}
+		ctx = meter.WithBudget(ctx, c.budget)
+	}
+	mod, err := p.r.rt.InstantiateModule(ctx, p.compiled, p.moduleConfig(ctx, c, nil))
+	if err != nil {
+		return nil, p.startupError("instantiate", c, err, context.Cause(ctx))
+	}
+	defer p.closeModule(mod)
+	for _, name := range []string{exportInitialize, exportInit} {
+		res, err := mod.ExportedFunction(name).Call(ctx)
+		if err == nil && name == exportInit && (len(res) != 1 || api.DecodeI32(res[0]) != 0) {
+			err = errors.New("agenthost_init did not return 0: main did not call guest.Run")
+		}
+		if err != nil {
+			return nil, p.startupError(name, c, err, context.Cause(ctx))
+		}
+	}
+	size := mod.Memory().Size()
+	mem, ok := mod.Memory().Read(0, size)
+	if !ok {
+		return nil, errors.New("read the start-up memory")
+	}
+	fp := &fastPath{globals: rm.globals, values: make([]uint64, len(rm.globals)), memory: append([]byte(nil), mem...)}
+	for i, name := range rm.globals {
+		g := mod.ExportedGlobal(name)
+		if g == nil {
+			return nil, fmt.Errorf("global export %s missing", name)
+		}
+		if i != rm.counter {
+			fp.values[i] = g.Get()
+		}
+	}
+	return fp, nil
+}
+
+// startupError describes a failed start-up with the call's result
+// mapping (so a timeout, memory cap or guest error reads as on a call)
+// and the guest's last log lines.
+func (p *prepared) startupError(step string, c *call, err, stopped error) error {
+	res, rerr := p.result(c, err, stopped)
+	if rerr != nil {
+		return fmt.Errorf("start-up %s: %w", step, rerr)
+	}
+	msg := err.Error()
+	if res.Err != nil {
+		msg = string(res.Err.Code) + ": " + res.Err.Message
+	}
+	if logs := c.logs.Lines(); len(logs) > 0 {
+		msg += " (logs: " + strings.Join(logs[max(0, len(logs)-3):], " | ") + ")"
+	}
+	return fmt.Errorf("start-up %s: %s", step, msg)
+}
+
+// instantiateFast makes a call's instance from the snapshot: a fresh
+// instance of the rewritten module (its memory comes from the snapshot
+// through the call's allocator) with every mutable global set back.
+func (fp *fastPath) instantiate(ctx context.Context, p *prepared, cfg wazero.ModuleConfig) (api.Module, error) {
+	mod, err := p.r.rt.InstantiateModule(ctx, p.compiled, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range fp.globals {
+		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
+		if !ok {
+			p.closeModule(mod)
+			return nil, fmt.Errorf("global export %s is not mutable", name)
+		}
+		g.Set(fp.values[i])
+	}
+	return mod, nil
+}
+
+// call runs agenthost_call; a non-zero return is the guest's exit code,
+// reported as a sys.ExitError like a command's exit.
+func (fp *fastPath) call(ctx context.Context, mod api.Module) error {
+	res, err := mod.ExportedFunction(exportCall).Call(ctx)
+	if err != nil {
+		return err
+	}
+	if len(res) != 1 {
+		return errors.New("agenthost_call returned no exit code")
+	}
+	if code := api.DecodeI32(res[0]); code != 0 {
+		return sys.NewExitError(uint32(code))
+	}
+	return nil
+}
+
+// allocator returns the memory allocator of a call: the call's cap, and
+// on the fast path the snapshot's memory under it.
+func (p *prepared) allocator(c *call) experimental.MemoryAllocator {
+	if p.fast == nil {
+		return c.memory
+	}
+	return &snapshotAllocator{cap: c.memory, pool: p.fast.pool}
+}
+
+// Close releases what a prepared tool holds beyond its compiled module:
+// the fast path's pool of ready memories (given back to the runner's
+// budget). Calls still running finish normally; later calls copy the
+// snapshot per call. The host calls it when it unloads the tool.
+func (p *prepared) Close() error {
+	if p.fast != nil {
+		p.fast.pool.close()
+	}
+	return nil
+}
+
+// exportNames returns the names of a module's exports, reading the
+// section headers and the export section only.
+func exportNames(code []byte) (map[string]bool, error) {
+	if len(code) < 8 || string(code[:8]) != "\x00asm\x01\x00\x00\x00" {
+		return nil, errors.New("not a wasm binary module")
+	}
+	r := bytes.NewReader(code[8:])
+	for r.Len() > 0 {
+		id, err := r.ReadByte()
+		if err != nil {
+			return nil, err
+		}
+		size, _, err := leb128.DecodeUint32(r)
+		if err != nil || uint64(size) > uint64(r.Len()) {
+			return nil, errors.New("truncated section")
+		}
+		if id != 7 { // the export section
+			if _, err := r.Seek(int64(size), io.SeekCurrent); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		sec := bytes.NewReader(code[len(code)-r.Len() : len(code)-r.Len()+int(size)])
+		n, _, err := leb128.DecodeUint32(sec)
+		if err != nil {
+			return nil, err
+		}
+		names := make(map[string]bool, n)
+		for range n {
+			l, _, err := leb128.DecodeUint32(sec)
+			if err != nil || uint64(l) > uint64(sec.Len()) {
+				return nil, errors.New("truncated export name")
+			}
+			name := make([]byte, l)
+			_, _ = sec.Read(name)
+			if _, err := sec.ReadByte(); err != nil { // kind
+				return nil, err
+			}
+			if _, _, err := leb128.DecodeUint32(sec); err != nil {
+				return nil, err
+			}
+			names[string(name)] = true
+		}
+		return names, nil
+	}
+	return map[string]bool{}, nil
+}

@@ -1,0 +1,169 @@
+// Command probe is the test guest of the fast path, built with the guest
+// SDK both as a command (slow path) and as a reactor
+// (-buildmode=c-shared, fast path) so the same cases run on both. Its
+// arguments are {"op": ..., ...}:
+//
+//	echo      returns {"args": [...], "env": [...]}
+//	remember  stores secret in a package variable, a heap allocation, a
+//	          static buffer, a /tmp file and the environment
+//	recall    reports each of those places that is not pristine, and
+//	          whether the secret (given reversed) is anywhere in memory
+//	loop      spins forever            sleep  sleeps ms milliseconds
+//	alloc     allocates mb MiB, kept   grow   allocates mb MiB, then answers
+//	flood     writes mb MiB to stdout  exit   exits with code
+//	panic     panics                   fail   returns a tool error
+//	read      reads path               write  writes data to path
+//	recurse   recurses without end
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"time"
+	"unsafe"
+
+	"github.com/agenthost/agenthost/abi/guest"
+)
+
+type in struct {
+	Op     string `json:"op"`
+	Secret string `json:"secret"`
+	MS     int    `json:"ms"`
+	MB     int    `json:"mb"`
+	Code   int    `json:"code"`
+	Path   string `json:"path"`
+	Data   string `json:"data"`
+}
+
+type out struct {
+	Args   []string `json:"args,omitempty"`
+	Env    []string `json:"env,omitempty"`
+	Dirty  []string `json:"dirty,omitempty"`
+	Data   string   `json:"data,omitempty"`
+	Calls  int      `json:"calls"`
+	Length int      `json:"length,omitempty"`
+}
+
+// The places a call could try to leave something for the next one.
+var (
+	remembered string
+	heap       *[]byte
+	static     [4096]byte
+	calls      int
+	sink       [][]byte
+)
+
+func main() {
+	guest.Run(handle)
+}
+
+func handle(_ context.Context, a in) (out, error) {
+	calls++
+	o := out{Calls: calls}
+	switch a.Op {
+	case "echo":
+		o.Args, o.Env = os.Args, os.Environ()
+	case "remember":
+		remembered = a.Secret
+		b := []byte(a.Secret)
+		heap = &b
+		copy(static[:], a.Secret)
+		if err := os.WriteFile("/tmp/secret", []byte(a.Secret), 0o600); err != nil {
+			return o, err
+		}
+		if err := os.Setenv("SECRET", a.Secret); err != nil {
+			return o, err
+		}
+	case "recall":
+		if remembered != "" {
+			o.Dirty = append(o.Dirty, "package variable")
+		}
+		if heap != nil {
+			o.Dirty = append(o.Dirty, "heap")
+		}
+		if static != [4096]byte{} {
+			o.Dirty = append(o.Dirty, "static buffer")
+		}
+		if _, err := os.Stat("/tmp/secret"); err == nil {
+			o.Dirty = append(o.Dirty, "tmp file")
+		}
+		if os.Getenv("SECRET") != "" {
+			o.Dirty = append(o.Dirty, "environment")
+		}
+		if scan(a.Secret) {
+			o.Dirty = append(o.Dirty, "memory")
+		}
+	case "loop":
+		for i := 0; ; i++ {
+			calls += i & 1
+		}
+	case "sleep":
+		time.Sleep(time.Duration(a.MS) * time.Millisecond)
+	case "alloc":
+		for {
+			sink = append(sink, make([]byte, a.MB<<20))
+		}
+	case "grow":
+		b := make([]byte, a.MB<<20)
+		b[len(b)-1] = 1
+		o.Length = len(b)
+	case "flood":
+		chunk := bytes.Repeat([]byte("x"), 1<<20)
+		for range a.MB {
+			_, _ = os.Stdout.Write(chunk)
+		}
+	case "exit":
+		os.Exit(a.Code)
+	case "panic":
+		panic("probe panic")
+	case "fail":
+		return o, errors.New("probe failure")
+	case "read":
+		b, err := os.ReadFile(a.Path)
+		if err != nil {
+			return o, err
+		}
+		o.Data = string(b)
+	case "write":
+		if err := os.WriteFile(a.Path, []byte(a.Data), 0o644); err != nil {
+			return o, err
+		}
+	case "recurse":
+		o.Length = recurse(1)
+	default:
+		return o, errors.New("unknown op " + a.Op)
+	}
+	return o, nil
+}
+
+func recurse(n int) int { return recurse(n+1) + 1 }
+
+// scan reports whether the secret whose reverse is rev appears in the
+// guest's memory from address 1 to the end of a fresh allocation (past
+// the heap in use). The call gets the secret reversed, so neither its
+// input nor the search leaves a forward copy in memory.
+func scan(rev string) bool {
+	n := len(rev)
+	if n == 0 {
+		return false
+	}
+	end := make([]byte, 64<<10)
+	base := uintptr(unsafe.Pointer(&end[0]))
+	first := unsafe.Add(unsafe.Pointer(&end[0]), -int(base-1)) // address 1
+	mem := unsafe.Slice((*byte)(first), int(base-1)+len(end))
+	for i := 0; i+n <= len(mem); i++ {
+		match := true
+		for k := 0; k < n; k++ {
+			if mem[i+k] != rev[n-1-k] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
