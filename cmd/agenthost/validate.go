@@ -4,12 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/registry"
 )
 
 func validateCommand() command {
@@ -71,18 +69,9 @@ func manifestPaths(p string) ([]string, error) {
 	if !st.IsDir() {
 		return []string{p}, nil
 	}
-	var out []string
-	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != p && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), ".tool.json") {
-			out = append(out, path)
-		}
-		return nil
-	})
-	return out, err
+	paths, failures := registry.Scan(p)
+	if len(failures) > 0 {
+		return nil, failures[0]
+	}
+	return paths, nil
 }

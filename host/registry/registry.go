@@ -75,35 +75,7 @@ func New() *Registry {
 // Symbolic links to folders inside dir are not followed (a link cycle
 // cannot hang the scan); dir itself may be a link.
 func (r *Registry) LoadDir(dir string) (loaded int, failures []Failure) {
-	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			dir = real
-		}
-	}
-	var paths []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			failures = append(failures, Failure{Path: p, Err: &manifest.Error{Path: p, Reason: "cannot scan", Err: err}})
-			if d != nil && d.IsDir() && p != dir {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if p != dir && (strings.HasPrefix(name, ".") || name == "node_modules") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(name, ManifestSuffix) && !strings.HasPrefix(name, ".") {
-			paths = append(paths, p)
-		}
-		return nil
-	})
-	if err != nil {
-		failures = append(failures, Failure{Path: dir, Err: &manifest.Error{Path: dir, Reason: "cannot scan", Err: err}})
-	}
+	paths, failures := Scan(dir)
 	tools := loadAll(paths)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -130,6 +102,42 @@ func (r *Registry) LoadDir(dir string) (loaded int, failures []Failure) {
 	}
 	r.failures = append(r.failures, failures...)
 	return loaded, failures
+}
+
+// Scan lists the manifests (*.tool.json) under dir, recursively, skipping
+// node_modules and names starting with '.'; symbolic links to folders
+// inside dir are not followed, dir itself may be a link. Folders that
+// cannot be read are returned as failures.
+func Scan(dir string) (paths []string, failures []Failure) {
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			failures = append(failures, Failure{Path: p, Err: &manifest.Error{Path: p, Reason: "cannot scan", Err: err}})
+			if d != nil && d.IsDir() && p != dir {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != dir && (strings.HasPrefix(name, ".") || name == "node_modules") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(name, ManifestSuffix) && !strings.HasPrefix(name, ".") {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		failures = append(failures, Failure{Path: dir, Err: &manifest.Error{Path: dir, Reason: "cannot scan", Err: err}})
+	}
+	return paths, failures
 }
 
 type loadResult struct {
