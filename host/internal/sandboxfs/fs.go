@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,7 +30,10 @@ type Config struct {
 	Dir string
 	// Prefix is the root-relative folder the mount shows ("" = the whole
 	// root). Rules see Prefix + "/" + the mount-relative path. Used for
-	// extra mounts into the workspace.
+	// extra mounts into the workspace. Dir must then be the root's folder
+	// joined with Prefix: the mount folder is opened through an os.Root
+	// on the root's folder, so a mount folder that is (or passes through)
+	// a symlink cannot leave the root.
 	Prefix string
 	// GuestPath is where the guest sees the mount (e.g. "/workspace"),
 	// used in refusal lines.
@@ -54,6 +58,7 @@ type FS struct {
 
 	cfg    Config
 	prefix string // cleaned Prefix, "" for none
+	base   string // the root's folder when prefix is set
 
 	mu     sync.Mutex
 	opened bool
@@ -85,7 +90,15 @@ func New(cfg Config) (*FS, error) {
 			return nil, fmt.Errorf("sandboxfs: mount %s: prefix %q leaves its root", cfg.GuestPath, cfg.Prefix)
 		}
 	}
-	return &FS{cfg: cfg, prefix: prefix}, nil
+	out := &FS{cfg: cfg, prefix: prefix}
+	if prefix != "" {
+		base, ok := strings.CutSuffix(filepath.Clean(cfg.Dir), string(filepath.Separator)+filepath.FromSlash(prefix))
+		if !ok || base == "" {
+			return nil, fmt.Errorf("sandboxfs: mount %s: dir %q does not end with prefix %q", cfg.GuestPath, cfg.Dir, cfg.Prefix)
+		}
+		out.base = base
+	}
+	return out, nil
 }
 
 // GuestPath returns where the guest sees the mount.
@@ -177,12 +190,38 @@ func (f *FS) openLocked() (*os.Root, string, error) {
 			return nil, dir, fmt.Errorf("make %s: %w", dir, err)
 		}
 	}
+	if f.base != "" {
+		return f.openUnder(dir)
+	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, dir, fmt.Errorf("open %s: %w", dir, err)
 	}
 	return r, dir, nil
 }
+
+// openUnder opens a Prefix mount's folder through an os.Root on the
+// root's folder, refusing (and recording) a folder that leaves it.
+func (f *FS) openUnder(dir string) (*os.Root, string, error) {
+	parent, err := os.OpenRoot(f.base)
+	if err != nil {
+		return nil, dir, fmt.Errorf("open %s: %w", f.base, err)
+	}
+	defer parent.Close()
+	r, err := parent.OpenRoot(filepath.FromSlash(f.prefix))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			f.cfg.Denials.Record(fmt.Sprintf("denied: mount %s: folder %s cannot be opened inside its root: %v", f.cfg.GuestPath, f.prefix, err))
+			return nil, dir, errMountEscape
+		}
+		return nil, dir, fmt.Errorf("open %s: %w", dir, err)
+	}
+	return r, dir, nil
+}
+
+// errMountEscape is the open error of a mount whose folder leaves its
+// root; the guest sees EACCES.
+var errMountEscape error = syscall.EACCES
 
 // guestName is the path the guest asked for, for refusal lines.
 func (f *FS) guestName(p string) string {

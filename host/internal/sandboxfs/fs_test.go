@@ -380,6 +380,26 @@ func TestPrefixMount(t *testing.T) {
 	}
 }
 
+func TestPrefixMount_symlinkedFolderCannotEscape(t *testing.T) {
+	ws := workspace(t)
+	outside := filepath.Join(filepath.Dir(ws), "elsewhere")
+	writeFile(t, filepath.Join(outside, "a.txt"), "outside")
+	if err := os.Symlink(outside, filepath.Join(ws, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	c := fakeChecker{read: map[policy.Root][]string{policy.RootWorkspace: {"linked/**"}}}
+	f, d := newFS(t, sandboxfs.Config{Dir: filepath.Join(ws, "linked"), Prefix: "linked", GuestPath: "/mnt", Checker: c})
+	if _, errno := f.OpenFile("a.txt", rd, 0); errno != experimentalsys.EACCES {
+		t.Fatalf("read through a mount folder linked outside: %v", errno)
+	}
+	if lines := d.Lines(); len(lines) != 1 || !strings.Contains(lines[0], "mount /mnt") {
+		t.Fatalf("refusals %q", lines)
+	}
+	if _, err := sandboxfs.New(sandboxfs.Config{Dir: filepath.Join(ws, "other"), Prefix: "data", Checker: grant, Denials: d}); err == nil {
+		t.Fatal("dir not ending with prefix accepted")
+	}
+}
+
 func TestTempMount_lazyAndRemoved(t *testing.T) {
 	tmp := fakeChecker{
 		read:  map[policy.Root][]string{policy.RootTmp: {"**"}},
