@@ -25,6 +25,7 @@ const (
 	opGlobalSet          = 0x24
 	opI64Const           = 0x42
 	opI64LtS             = 0x53
+	opI64Add             = 0x7c
 	opI64Sub             = 0x7d
 	opRefFunc            = 0xd2
 	opPrefixMisc         = 0xfc
@@ -52,7 +53,8 @@ const (
 type frame struct {
 	kind     frameKind
 	targeted bool
-	head     int // InstrumentTimeout: index in charges of a loop's or the function's check
+	wrapped  bool // a loop whose check refills out of line (see beginLoop)
+	head     int  // index in charges of a wrapped loop's check (InstrumentTimeout: also the function's)
 }
 
 // insertKind is the kind of code the pass inserts at a position.
@@ -65,6 +67,8 @@ const (
 	insExit                          // check, then store the counter to the global
 	insFlush                         // store the counter to the global
 	insReload                        // load the counter from the global
+	insLoopCheck                     // charge, branch to the loop's refill pad if below zero
+	insLoopPad                       // the refill pad of a wrapped loop (cost: its check's)
 )
 
 // insert is a pending insertion of metering code at offset pos of the
@@ -73,19 +77,22 @@ type insert struct {
 	pos  int
 	kind insertKind
 	cost int64
+	ref  int // insLoopPad: index in charges of the loop's check
 }
 
 // rewriter meters function bodies of one module. Its fields are fixed for
 // the module; the scratch slices are reused across bodies.
 type rewriter struct {
-	numImportedFuncs uint32 // imported functions of the original module
-	numFuncs         uint32 // all functions of the original module
-	numGlobals       uint32 // all globals of the original module
-	addedFuncs       uint32 // functions imported by the pass, shifting defined ones
-	counter          uint32 // index of the fuel counter global
-	refill           uint32 // index of the refill import
-	local            uint32 // index of the counter local of the current body
-	timeoutOnly      bool   // InstrumentTimeout: checks at entries and loop headers only
+	numImportedFuncs uint32   // imported functions of the original module
+	numFuncs         uint32   // all functions of the original module
+	numGlobals       uint32   // all globals of the original module
+	addedFuncs       uint32   // functions imported by the pass, shifting defined ones
+	counter          uint32   // index of the fuel counter global
+	refill           uint32   // index of the refill import
+	local            uint32   // index of the counter local of the current body
+	typeParams       []uint32 // number of parameters of each type, for loop block types
+	depths           []uint32 // scratch: the labels of the branch being rewritten
+	timeoutOnly      bool     // InstrumentTimeout: checks at entries and loop headers only
 
 	stack   []frame
 	charges []insert // segment charges, in position order
@@ -133,10 +140,20 @@ func (w *rewriter) body(dst, code []byte, local uint32) ([]byte, error) {
 	w.out = w.out[:0]
 	segPos, segKind, segCost := 0, insEntry, int64(0)
 	closeSeg := func() {
-		if segCost > 0 || segKind == insEntry {
+		switch {
+		case segKind == insLoopCheck:
+			// Recorded when the loop began: the last check of that kind.
+			for i := len(w.charges) - 1; i >= 0; i-- {
+				if w.charges[i].pos == segPos && w.charges[i].kind == insLoopCheck {
+					w.charges[i].cost += segCost
+					break
+				}
+			}
+		case segCost > 0 || segKind == insEntry:
 			w.charges = append(w.charges, insert{pos: segPos, kind: segKind, cost: segCost})
 		}
 		segCost = 0
+		segKind = insCharge
 	}
 	openSeg := func(kind insertKind) { segPos, segKind = len(w.out), kind }
 	at := func(kind insertKind) { w.others = append(w.others, insert{pos: len(w.out), kind: kind}) }
@@ -157,10 +174,18 @@ func (w *rewriter) body(dst, code []byte, local uint32) ([]byte, error) {
 				w.stack = append(w.stack, frame{kind: frameBlock})
 				w.out = append(w.out, code[start:r.pos]...)
 			case opLoop:
-				w.stack = append(w.stack, frame{kind: frameLoop})
 				closeSeg()
-				w.out = append(w.out, code[start:r.pos]...)
-				openSeg(insCheckCharge)
+				f := w.beginLoop(code[start:r.pos])
+				if f.wrapped {
+					// The check's charge is recorded now, so the pad can
+					// refer to it; closeSeg adds the cost.
+					w.charges = append(w.charges, insert{pos: len(w.out), kind: insLoopCheck})
+					f.head = len(w.charges) - 1
+					segPos, segKind, segCost = len(w.out), insLoopCheck, 0
+				} else {
+					openSeg(insCheckCharge)
+				}
+				w.stack = append(w.stack, f)
 			default:
 				w.stack = append(w.stack, frame{kind: frameIf})
 				closeSeg()
@@ -192,42 +217,28 @@ func (w *rewriter) body(dst, code []byte, local uint32) ([]byte, error) {
 			case f.kind == frameLoop || (f.kind == frameBlock && !f.targeted):
 				// Only reached by falling through: the segment goes on.
 				w.out = append(w.out, op)
+				if f.wrapped {
+					w.endLoop(f)
+				}
 			default:
 				closeSeg()
 				w.out = append(w.out, op)
 				openSeg(insCharge)
 			}
 			continue
-		case opBr, opBrIf:
-			depth, err := r.u32()
+		case opBr, opBrIf, opBrTable:
+			exits, err := w.readBranch(r, op)
 			if err != nil {
 				return nil, err
-			}
-			if err := w.target(depth); err != nil {
-				return nil, err
-			}
-			if int(depth) == len(w.stack)-1 { // a return
-				at(insExit)
-			}
-		case opBrTable:
-			n, err := r.u32()
-			if err != nil {
-				return nil, err
-			}
-			exits := false
-			for i := uint64(0); i <= uint64(n); i++ {
-				depth, err := r.u32()
-				if err != nil {
-					return nil, err
-				}
-				if err := w.target(depth); err != nil {
-					return nil, err
-				}
-				exits = exits || int(depth) == len(w.stack)-1
 			}
 			if exits {
 				at(insExit)
 			}
+			segCost++
+			w.appendBranch(op)
+			closeSeg()
+			openSeg(insCharge)
+			continue
 		case opReturn:
 			at(insExit)
 		case opUnreachable:
@@ -343,8 +354,14 @@ func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
 			case opIf:
 				f.kind = frameIf
 			case opLoop:
-				w.charges = append(w.charges, insert{pos: len(w.out), kind: insCheckCharge})
-				f = frame{kind: frameLoop, head: len(w.charges) - 1}
+				w.out = w.out[:len(w.out)-(r.pos-start)]
+				f = w.beginLoop(code[start:r.pos])
+				kind := insCheckCharge
+				if f.wrapped {
+					kind = insLoopCheck
+				}
+				w.charges = append(w.charges, insert{pos: len(w.out), kind: kind})
+				f.head = len(w.charges) - 1
 			}
 			w.stack = append(w.stack, f)
 			continue
@@ -356,6 +373,7 @@ func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
 			continue
 		case opEnd:
 			top := len(w.stack) - 1
+			f := w.stack[top]
 			w.stack = w.stack[:top]
 			if top == 0 {
 				at(insFlush)
@@ -366,37 +384,21 @@ func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
 				return w.emit(dst), nil
 			}
 			w.out = append(w.out, op)
+			if f.wrapped {
+				w.endLoop(f)
+			}
 			continue
-		case opBr, opBrIf:
-			depth, err := r.u32()
+		case opBr, opBrIf, opBrTable:
+			exits, err := w.readBranch(r, op)
 			if err != nil {
 				return nil, err
-			}
-			if err := w.target(depth); err != nil {
-				return nil, err
-			}
-			if int(depth) == len(w.stack)-1 { // a return
-				at(insFlush)
-			}
-		case opBrTable:
-			n, err := r.u32()
-			if err != nil {
-				return nil, err
-			}
-			exits := false
-			for i := uint64(0); i <= uint64(n); i++ {
-				depth, err := r.u32()
-				if err != nil {
-					return nil, err
-				}
-				if err := w.target(depth); err != nil {
-					return nil, err
-				}
-				exits = exits || int(depth) == len(w.stack)-1
 			}
 			if exits {
 				at(insFlush)
 			}
+			region().cost++
+			w.appendBranch(op)
+			continue
 		case opReturn:
 			at(insFlush)
 		case opUnreachable:
@@ -452,6 +454,100 @@ func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
 		}
 		region().cost++
 		w.out = append(w.out, code[start:r.pos]...)
+	}
+}
+
+// beginLoop appends the start of a loop (header is the loop instruction
+// as read) and returns its frame. A loop without parameters is wrapped so
+// that its check refills out of line:
+//
+//	block bt            ;; exit, with the loop's results
+//	  loop              ;; re-entry after a refill
+//	    block           ;; pad
+//	      loop bt       ;; the original loop; its check: br_if pad
+//	        ...
+//	      end
+//	      br exit
+//	    end
+//	    PAD             ;; refill, undo this check's charge, br re-entry
+//	  end
+//	  unreachable
+//	end
+//
+// A call inside a loop, even on a path never taken, makes wazero's
+// compiler keep the loop's live values in memory across it; the pad
+// keeps the only call of the check outside the original loop. (Measured:
+// a refill call at the header of the Go primes loop cost 25% of its run.)
+func (w *rewriter) beginLoop(header []byte) frame {
+	bt := header[1:]
+	if !w.paramless(bt) {
+		w.out = append(w.out, header...)
+		return frame{kind: frameLoop}
+	}
+	w.out = append(w.out, opBlock)
+	w.out = append(w.out, bt...)
+	w.out = append(w.out, opLoop, blockTypeEmpty, opBlock, blockTypeEmpty)
+	w.out = append(w.out, header...)
+	return frame{kind: frameLoop, wrapped: true}
+}
+
+// endLoop appends the end of a wrapped loop, after the original end.
+func (w *rewriter) endLoop(f frame) {
+	w.out = append(w.out, opBr, 2, opEnd)
+	w.others = append(w.others, insert{pos: len(w.out), kind: insLoopPad, ref: f.head})
+	w.out = append(w.out, opBr, 0, opEnd, opUnreachable, opEnd)
+}
+
+// paramless reports whether a block type takes no parameters.
+func (w *rewriter) paramless(bt []byte) bool {
+	r := &reader{b: bt}
+	if c := bt[0]; c == blockTypeEmpty || c >= 0x6f && c <= 0x7f {
+		return true
+	}
+	idx, err := r.sleb(33)
+	return err == nil && idx < int64(len(w.typeParams)) && w.typeParams[idx] == 0
+}
+
+// readBranch reads the labels of br, br_if or br_table into w.depths,
+// marks their targets, and reports whether one of them leaves the
+// function.
+func (w *rewriter) readBranch(r *reader, op byte) (exits bool, err error) {
+	n := uint32(0)
+	if op == opBrTable {
+		if n, err = r.u32(); err != nil {
+			return false, err
+		}
+	}
+	w.depths = w.depths[:0]
+	for i := uint64(0); i <= uint64(n); i++ {
+		depth, err := r.u32()
+		if err != nil {
+			return false, err
+		}
+		if err := w.target(depth); err != nil {
+			return false, err
+		}
+		exits = exits || int(depth) == len(w.stack)-1
+		w.depths = append(w.depths, depth)
+	}
+	return exits, nil
+}
+
+// appendBranch appends the branch read by readBranch, its labels shifted
+// past the three blocks wrapped around each loop it leaves.
+func (w *rewriter) appendBranch(op byte) {
+	w.out = append(w.out, op)
+	if op == opBrTable {
+		w.out = appendU32(w.out, uint32(len(w.depths)-1))
+	}
+	for _, d := range w.depths {
+		shifted := d
+		for i := len(w.stack) - 1; i > len(w.stack)-1-int(d); i-- {
+			if w.stack[i].wrapped {
+				shifted += 3
+			}
+		}
+		w.out = appendU32(w.out, shifted)
 	}
 }
 
@@ -535,6 +631,24 @@ func (w *rewriter) appendInsert(dst []byte, in insert) []byte {
 	case insFlush:
 		dst = w.appendLocal(dst, 0x20)
 		return w.appendGlobal(dst, opGlobalSet)
+	case insLoopCheck:
+		dst = w.appendLocal(dst, 0x20)
+		dst = append(dst, opI64Const)
+		dst = appendS64(dst, in.cost)
+		dst = append(dst, opI64Sub)
+		dst = w.appendLocal(dst, 0x22)
+		return append(dst, opI64Const, 0, opI64LtS, opBrIf, 1)
+	case insLoopPad:
+		dst = w.appendLocal(dst, 0x20)
+		dst = append(dst, opCall)
+		dst = appendU32(dst, w.refill)
+		dst = w.appendLocal(dst, 0x22)
+		dst = w.appendGlobal(dst, opGlobalSet)
+		dst = w.appendLocal(dst, 0x20)
+		dst = append(dst, opI64Const)
+		dst = appendS64(dst, w.charges[in.ref].cost)
+		dst = append(dst, opI64Add)
+		return w.appendLocal(dst, 0x21)
 	default: // insReload
 		dst = w.appendGlobal(dst, opGlobalGet)
 		return w.appendLocal(dst, 0x21)

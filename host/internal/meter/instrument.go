@@ -334,6 +334,7 @@ func (m *module) rewrite(sizeHint int, timeoutOnly bool) ([]byte, error) {
 		counter:          m.numGlobals,
 		refill:           m.numImportedFuncs,
 		timeoutOnly:      timeoutOnly,
+		typeParams:       m.typeParams,
 	}
 	settleImport := m.numImportedFuncs + 1
 	settleFunc := numFuncs + addedFuncs
