@@ -294,6 +294,8 @@ except PermissionError as e:
 		{"read outside workspace", "read", outside, false},
 		{"read ungranted workspace dir", "read", filepath.Join(ws, "secret", "f.txt"), false},
 		{"read tool dir", "read", filepath.Join(f.tool.Dir, "main.py"), true},
+		{"read host environ via proc", "read", "/proc/1/environ", false},
+		{"read own environ via proc", "read", "/proc/self/environ", false},
 		{"write granted", "write", filepath.Join(ws, "out", "new.txt"), true},
 		{"write read-only grant", "write", filepath.Join(ws, "data", "f.txt"), false},
 		{"write tool dir", "write", filepath.Join(f.tool.Dir, "main.py"), false},
@@ -659,6 +661,53 @@ func TestProtections(t *testing.T) {
 	for _, p := range ps {
 		if p.Name == "" || p.Detail == "" {
 			t.Errorf("incomplete protection %+v", p)
+		}
+	}
+}
+
+func TestSignalsContained(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	requireLang(t, script.LangPython)
+	// kill(-1) reaches every process the caller may signal: in the
+	// sandbox that is only its own namespace.
+	f := newFixture(t, script.LangPython, `import os, signal, json
+try:
+    os.kill(-1, signal.SIGKILL)
+except OSError as e:
+    print(json.dumps(str(e)))
+`)
+	res := call(t, prepare(t, r, f), `{}`)
+	if res.Err != nil {
+		t.Fatalf("kill(-1) in the sandbox: %v %q", res.Err, res.Logs)
+	}
+	mustSucceed(t, r, script.LangPython)
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	r := newRunner(t)
+	requireLang(t, script.LangPython)
+	p := prepare(t, r, newFixture(t, script.LangPython, pyEcho))
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			in := fmt.Sprintf(`{"i":%d}`, i)
+			res, err := p.Run(context.Background(), runner.Request{Input: []byte(in)})
+			switch {
+			case err != nil:
+				errs <- err
+			case res.Err != nil:
+				errs <- res.Err
+			case string(res.Output) != fmt.Sprintf(`{"echo": {"i": %d}}`, i):
+				errs <- fmt.Errorf("call %d got %s", i, res.Output)
+			default:
+				errs <- nil
+			}
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }
