@@ -23,6 +23,9 @@ var benchInput = []byte(`{"message":"hello","meta":{"k":null},"n":3,"ok":true,"t
 // benchCache shares compiled code between the benchmarks' runtimes.
 func benchCache(b *testing.B) wazero.CompilationCache {
 	b.Helper()
+	if err := buildGuests(benchGuests); err != nil {
+		b.Fatal(err)
+	}
 	c, err := wazero.NewCompilationCacheWithDir(cacheDir)
 	if err != nil {
 		b.Fatal(err)

@@ -22,8 +22,10 @@
 //     Result.Logs (64 KiB in all); log_trace is dropped;
 //   - error_set, a non-zero return code, a trap or a non-zero WASI exit
 //     give TOOL_ERROR with the plugin's message when it set one;
-//   - the timeout, memory cap (linear memory plus kernel memory) and
-//     output cap give TIMEOUT, MEMORY_LIMIT and OUTPUT_LIMIT;
-//   - no file system: a tool requesting fileAccess, or a grant with fuel,
-//     fails to load.
+//   - the timeout, memory cap (linear memory plus kernel memory), output
+//     cap and fuel give TIMEOUT, MEMORY_LIMIT, OUTPUT_LIMIT and
+//     FUEL_EXHAUSTED; modules are instrumented by host/internal/meter,
+//     which stops a guest at its deadline without wazero's costly
+//     WithCloseOnContextDone;
+//   - no file system: a tool requesting fileAccess fails to load.
 package extism

@@ -75,9 +75,9 @@ func envFuncs() []hostFunc {
 			s[0] = in.k.write([]byte(v))
 		}},
 		{"var_get", []api.ValueType{i64}, []api.ValueType{i64}, func(_ context.Context, in *instance, s []uint64) {
-			name := string(in.k.bytesAt(s[0]))
+			name := in.k.bytesAt(s[0])
 			in.k.free(s[0])
-			v, ok := in.vars[name]
+			v, ok := in.vars[string(name)]
 			if !ok {
 				s[0] = 0
 				return

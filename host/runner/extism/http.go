@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -107,6 +106,3 @@ func (in *instance) httpFail(err error, u *url.URL) {
 	}
 	in.fail(ae)
 }
-
-// String names the request for diagnostics.
-func (r httpRequestJSON) String() string { return fmt.Sprintf("%s %s", r.Method, r.URL) }

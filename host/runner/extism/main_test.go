@@ -25,17 +25,48 @@ var cacheDir string
 // repoRoot is the module root, relative to this package.
 const repoRoot = "../../.."
 
-// guestSources are built with GOOS=wasip1: name -> (package, c-shared).
-var guestSources = []struct {
+// guestSource is a guest built with GOOS=wasip1.
+type guestSource struct {
 	name, pkg string
-	reactor   bool
-}{
-	{"probe", "./host/runner/extism/testdata/probe", true},
-	{"echo", "./host/runner/extism/testdata/echo", true},
-	{"rawecho", "./host/runner/extism/testdata/rawecho", true},
-	{"wasiecho", "./host/runner/extism/testdata/wasiecho", false},
-	{"web-fetch", "./plugins/web-fetch", true},
-	{"web-links", "./plugins/web-links", true},
+	reactor   bool // -buildmode=c-shared
+}
+
+// testGuests are built by TestMain; benchGuests by the benchmarks that
+// need them (buildGuests), so a plain test run does not build them.
+var (
+	testGuests = []guestSource{
+		{"probe", "./host/runner/extism/testdata/probe", true},
+		{"echo", "./host/runner/extism/testdata/echo", true},
+		{"web-fetch", "./plugins/web-fetch", true},
+		{"web-links", "./plugins/web-links", true},
+	}
+	benchGuests = []guestSource{
+		{"rawecho", "./host/runner/extism/testdata/rawecho", true},
+		{"wasiecho", "./host/runner/extism/testdata/wasiecho", false},
+	}
+	guestDir string
+)
+
+// buildGuests builds srcs into guestDir and records them in guests.
+func buildGuests(srcs []guestSource) error {
+	for _, g := range srcs {
+		if _, ok := guests[g.name]; ok {
+			continue
+		}
+		out := filepath.Join(guestDir, g.name+".wasm")
+		args := []string{"build", "-trimpath", "-buildvcs=false", "-o", out}
+		if g.reactor {
+			args = append(args, "-buildmode=c-shared")
+		}
+		cmd := exec.Command("go", append(args, g.pkg)...)
+		cmd.Dir = repoRoot
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s: %w\n%s", g.pkg, err, b)
+		}
+		guests[g.name] = out
+	}
+	return nil
 }
 
 func TestMain(m *testing.M) {
@@ -46,21 +77,11 @@ func TestMain(m *testing.M) {
 	}
 	code := func() int {
 		defer os.RemoveAll(dir)
+		guestDir = dir
 		cacheDir = filepath.Join(dir, "cache")
-		for _, g := range guestSources {
-			out := filepath.Join(dir, g.name+".wasm")
-			args := []string{"build", "-trimpath", "-buildvcs=false", "-o", out}
-			if g.reactor {
-				args = append(args, "-buildmode=c-shared")
-			}
-			cmd := exec.Command("go", append(args, g.pkg)...)
-			cmd.Dir = repoRoot
-			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "build %s: %v\n%s", g.pkg, err, b)
-				return 1
-			}
-			guests[g.name] = out
+		if err := buildGuests(testGuests); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
 		}
 		return m.Run()
 	}()
