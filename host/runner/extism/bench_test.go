@@ -324,3 +324,25 @@ func BenchmarkEcho(b *testing.B) {
 		loop(b, func() { checkEcho(b, wasi()) })
 	})
 }
+
+// BenchmarkFreshPhases splits a fresh instance of the Go echo into
+// wazero's instantiation (memory, data segments) and the Go runtime's
+// _initialize, the two costs a pre-initialised snapshot would remove.
+func BenchmarkFreshPhases(b *testing.B) {
+	ctx := context.Background()
+	p := echoPrepared(b, ctx)
+	var inst, init []time.Duration
+	for i := 0; i < b.N; i++ {
+		a, c, err := extism.FreshPhases(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inst, init = append(inst, a), append(init, c)
+	}
+	median := func(ts []time.Duration) float64 {
+		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+		return float64(ts[len(ts)/2].Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(median(inst), "instantiate-µs")
+	b.ReportMetric(median(init), "initialize-µs")
+}

@@ -2,6 +2,7 @@ package extism
 
 import (
 	"context"
+	"time"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/internal/netguard"
@@ -41,4 +42,27 @@ func Reused(ctx context.Context, p runner.Prepared) (call func(input []byte) ([]
 		return r.Output, r.Err
 	}
 	return call, func() { mod.Close(ctx) }, nil
+}
+
+// FreshPhases creates one fresh instance of p the way Run does and
+// returns how long instantiation and the runtime initialisers took, for
+// the benchmark that shows what a pre-initialised snapshot would save.
+func FreshPhases(ctx context.Context, p runner.Prepared) (instantiate, initialise time.Duration, err error) {
+	pp := p.(*prepared)
+	in := pp.newInstance()
+	callCtx := in.context(ctx)
+	start := time.Now()
+	mod, err := pp.r.rt.InstantiateModule(callCtx, pp.compiled, pp.moduleConfig(ctx, in))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer mod.Close(ctx)
+	instantiate = time.Since(start)
+	start = time.Now()
+	for _, name := range pp.inits {
+		if _, err := mod.ExportedFunction(name).Call(callCtx); err != nil {
+			return 0, 0, err
+		}
+	}
+	return instantiate, time.Since(start), nil
 }
