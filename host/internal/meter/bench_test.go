@@ -15,8 +15,8 @@ import (
 // The interruption benchmarks of SPEC §9 run each guest four ways:
 //
 //	unlimited           the original module, nothing can stop a loop
-//	timeout             InstrumentTimeout, a deadline
-//	fuel                Instrument, Budget with fuel and a deadline
+//	timeout             instrumented, a Budget without fuel, a deadline
+//	fuel                instrumented, a Budget with fuel, a deadline
 //	closeOnContextDone  the original module on a runtime with
 //	                    WithCloseOnContextDone(true) and a deadline
 //
@@ -45,15 +45,11 @@ type interruptCase struct {
 func benchInterruption(b *testing.B, g benchGuest) {
 	orig := g.wasm(b)
 	metered := instrument(b, orig)
-	timed, err := meter.InstrumentTimeout(orig)
-	if err != nil {
-		b.Fatal(err)
-	}
 	plain := newRuntime(b, nil)
 	closing := newRuntime(b, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
 	cases := []interruptCase{
 		{"unlimited", plain, orig, nil},
-		{"timeout", plain, timed, func() *meter.Budget { return &meter.Budget{} }},
+		{"timeout", plain, metered, func() *meter.Budget { return &meter.Budget{} }},
 		{"fuel", plain, metered, func() *meter.Budget { return &meter.Budget{Fuel: 1 << 50} }},
 		{"closeOnContextDone", closing, orig, nil},
 	}

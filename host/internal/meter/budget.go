@@ -137,33 +137,6 @@ func refillFunc(ctx context.Context, mod api.Module, stack []uint64) {
 	stack[0] = uint64(next)
 }
 
-// timeoutRefillFunc is the refill of InstrumentTimeout modules: it only
-// looks at the deadline.
-func timeoutRefillFunc(ctx context.Context, _ api.Module, stack []uint64) {
-	b := budgetFrom(ctx)
-	if b != nil && b.Fuel > 0 {
-		panic(errTimeoutOnly)
-	}
-	if err := ctx.Err(); err != nil {
-		e := abi.Errorf(abi.CodeTimeout, "time limit exceeded")
-		if !errors.Is(err, context.DeadlineExceeded) {
-			e = abi.Errorf(abi.CodeTimeout, "call cancelled")
-		}
-		if b != nil {
-			b.trapped = e
-		}
-		panic(&trap{err: e})
-	}
-	grant := uint64(DefaultSlice)
-	if b != nil && b.Slice > 0 {
-		grant = b.Slice
-	}
-	stack[0] = grant
-}
-
-// errTimeoutOnly refuses a fuel limit on a module that counts no fuel.
-var errTimeoutOnly = errors.New("agenthost meter: a fuel limit needs a module from Instrument, not InstrumentTimeout")
-
 func settleFunc(ctx context.Context, _ api.Module, stack []uint64) {
 	b := budgetFrom(ctx)
 	if b == nil {
@@ -176,7 +149,7 @@ func settleFunc(ctx context.Context, _ api.Module, stack []uint64) {
 // wazero-based SDK can register (the Extism SDK's
 // NewHostFunctionWithStack takes exactly these parts).
 type HostFunc struct {
-	Name    string          // RefillName, SettleName or TimeoutRefillName
+	Name    string          // RefillName or SettleName
 	Params  []api.ValueType // parameter types
 	Results []api.ValueType // result types
 	Func    api.GoFunc      // the implementation; reads the Budget from ctx
@@ -191,7 +164,6 @@ func HostFuncs() []HostFunc {
 	return []HostFunc{
 		{Name: RefillName, Params: i64, Results: i64, Func: func(ctx context.Context, stack []uint64) { refillFunc(ctx, nil, stack) }},
 		{Name: SettleName, Params: i64, Func: func(ctx context.Context, stack []uint64) { settleFunc(ctx, nil, stack) }},
-		{Name: TimeoutRefillName, Params: i64, Results: i64, Func: func(ctx context.Context, stack []uint64) { timeoutRefillFunc(ctx, nil, stack) }},
 	}
 }
 
@@ -202,7 +174,6 @@ func NewHostModule(ctx context.Context, r wazero.Runtime) error {
 	_, err := r.NewHostModuleBuilder(ImportModule).
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(refillFunc), i64, i64).Export(RefillName).
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(settleFunc), i64, nil).Export(SettleName).
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(timeoutRefillFunc), i64, i64).Export(TimeoutRefillName).
 		Instantiate(ctx)
 	if err != nil {
 		return fmt.Errorf("instantiate meter host module: %w", err)

@@ -32,15 +32,10 @@ func NewCache(dir string) *Cache {
 }
 
 // Key returns the cache key of Instrument(wasm): the hex SHA-256 of
-// Version, the mode and the module bytes.
-func Key(wasm []byte) string { return key(wasm, "fuel") }
-
-// TimeoutKey returns the cache key of InstrumentTimeout(wasm).
-func TimeoutKey(wasm []byte) string { return key(wasm, "timeout") }
-
-func key(wasm []byte, mode string) string {
+// Version and the module bytes.
+func Key(wasm []byte) string {
 	h := sha256.New()
-	h.Write([]byte("agenthost-meter-v" + Version + "-" + mode + "\x00"))
+	h.Write([]byte("agenthost-meter-v" + Version + "\x00"))
 	h.Write(wasm)
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -49,15 +44,7 @@ func key(wasm []byte, mode string) string {
 // computed (then stored in both; a failed disk write is not an error).
 // The returned slice is shared: callers must not modify it.
 func (c *Cache) Instrument(wasm []byte) ([]byte, error) {
-	return c.get(Key(wasm), wasm, Instrument)
-}
-
-// InstrumentTimeout is Instrument for InstrumentTimeout.
-func (c *Cache) InstrumentTimeout(wasm []byte) ([]byte, error) {
-	return c.get(TimeoutKey(wasm), wasm, InstrumentTimeout)
-}
-
-func (c *Cache) get(key string, wasm []byte, rewrite func([]byte) ([]byte, error)) ([]byte, error) {
+	key := Key(wasm)
 	c.mu.Lock()
 	out, ok := c.mem[key]
 	c.mu.Unlock()
@@ -66,7 +53,7 @@ func (c *Cache) get(key string, wasm []byte, rewrite func([]byte) ([]byte, error
 	}
 	if out = c.load(key); out == nil {
 		var err error
-		if out, err = rewrite(wasm); err != nil {
+		if out, err = Instrument(wasm); err != nil {
 			return nil, err
 		}
 		// Persisting is best effort: a read-only or full cache folder

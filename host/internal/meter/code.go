@@ -54,7 +54,7 @@ type frame struct {
 	kind     frameKind
 	targeted bool
 	wrapped  bool // a loop whose check refills out of line (see beginLoop)
-	head     int  // index in charges of a wrapped loop's check (InstrumentTimeout: also the function's)
+	head     int  // index in charges of a wrapped loop's check
 }
 
 // insertKind is the kind of code the pass inserts at a position.
@@ -92,7 +92,6 @@ type rewriter struct {
 	local            uint32   // index of the counter local of the current body
 	typeParams       []uint32 // number of parameters of each type, for loop block types
 	depths           []uint32 // scratch: the labels of the branch being rewritten
-	timeoutOnly      bool     // InstrumentTimeout: checks at entries and loop headers only
 
 	stack   []frame
 	charges []insert // segment charges, in position order
@@ -311,149 +310,6 @@ func (w *rewriter) body(dst, code []byte, local uint32) ([]byte, error) {
 			closeSeg()
 			openSeg(insCharge)
 		}
-	}
-}
-
-// bodyTimeout is body for InstrumentTimeout: a check at the entry and at
-// each loop header, charging the static size of the code of the function
-// or loop outside its inner loops. Any run between two checks executes
-// each of those instructions at most once, so the charge bounds it. The
-// counter is kept in the local as in body (stored before calls and exits,
-// reloaded after calls), but nothing else is charged or checked.
-func (w *rewriter) bodyTimeout(dst, code []byte, local uint32) ([]byte, error) {
-	r := &reader{b: code}
-	w.local = local
-	w.stack = append(w.stack[:0], frame{kind: frameFunc, head: 0})
-	w.charges = append(w.charges[:0], insert{pos: 0, kind: insEntry})
-	w.others = w.others[:0]
-	w.out = w.out[:0]
-	at := func(kind insertKind) { w.others = append(w.others, insert{pos: len(w.out), kind: kind}) }
-	// region is the check of the innermost function or loop.
-	region := func() *insert {
-		for i := len(w.stack) - 1; ; i-- {
-			if f := w.stack[i]; f.kind == frameFunc || f.kind == frameLoop {
-				return &w.charges[f.head]
-			}
-		}
-	}
-	for {
-		if r.eof() {
-			return nil, errors.New("function body ends without end")
-		}
-		start := r.pos
-		op, _ := r.byte()
-		switch op {
-		case opBlock, opLoop, opIf:
-			if err := skipBlockType(r); err != nil {
-				return nil, err
-			}
-			region().cost++
-			w.out = append(w.out, code[start:r.pos]...)
-			f := frame{kind: frameBlock}
-			switch op {
-			case opIf:
-				f.kind = frameIf
-			case opLoop:
-				w.out = w.out[:len(w.out)-(r.pos-start)]
-				f = w.beginLoop(code[start:r.pos])
-				kind := insCheckCharge
-				if f.wrapped {
-					kind = insLoopCheck
-				}
-				w.charges = append(w.charges, insert{pos: len(w.out), kind: kind})
-				f.head = len(w.charges) - 1
-			}
-			w.stack = append(w.stack, f)
-			continue
-		case opElse:
-			if top := len(w.stack) - 1; top < 1 || w.stack[top].kind != frameIf {
-				return nil, errors.New("else outside if")
-			}
-			w.out = append(w.out, op)
-			continue
-		case opEnd:
-			top := len(w.stack) - 1
-			f := w.stack[top]
-			w.stack = w.stack[:top]
-			if top == 0 {
-				at(insFlush)
-				w.out = append(w.out, op)
-				if !r.eof() {
-					return nil, fmt.Errorf("%d bytes after the end of the function body", len(code)-r.pos)
-				}
-				return w.emit(dst), nil
-			}
-			w.out = append(w.out, op)
-			if f.wrapped {
-				w.endLoop(f)
-			}
-			continue
-		case opBr, opBrIf, opBrTable:
-			exits, err := w.readBranch(r, op)
-			if err != nil {
-				return nil, err
-			}
-			if exits {
-				at(insFlush)
-			}
-			region().cost++
-			w.appendBranch(op)
-			continue
-		case opReturn:
-			at(insFlush)
-		case opUnreachable:
-		case opCall, opReturnCall, opRefFunc:
-			idx, err := r.u32()
-			if err != nil {
-				return nil, err
-			}
-			if idx, err = w.funcIndex(idx); err != nil {
-				return nil, err
-			}
-			region().cost++
-			if op != opRefFunc {
-				at(insFlush)
-			}
-			w.out = append(w.out, op)
-			w.out = appendU32(w.out, idx)
-			if op == opCall {
-				at(insReload)
-			}
-			continue
-		case opCallIndirect, opReturnCallIndirect:
-			if err := skipImmediates(r, op); err != nil {
-				return nil, err
-			}
-			region().cost++
-			at(insFlush)
-			w.out = append(w.out, code[start:r.pos]...)
-			if op == opCallIndirect {
-				at(insReload)
-			}
-			continue
-		case opGlobalGet, opGlobalSet:
-			idx, err := r.u32()
-			if err != nil {
-				return nil, err
-			}
-			if idx >= w.numGlobals {
-				return nil, fmt.Errorf("global index %d out of range (%d globals)", idx, w.numGlobals)
-			}
-		case 0x20, 0x21, 0x22: // local.get, local.set, local.tee
-			idx, err := r.u32()
-			if err != nil {
-				return nil, err
-			}
-			if idx >= w.local {
-				return nil, fmt.Errorf("local index %d out of range (%d locals)", idx, w.local)
-			}
-		default:
-			if err := skipImmediates(r, op); err != nil {
-				return nil, err
-			}
-		}
-		region().cost++
-		w.out = append(w.out, code[start:r.pos]...)
 	}
 }
 

@@ -21,9 +21,6 @@ const (
 	// RefillName is the import (i64 counter) -> (i64 counter) the guest
 	// calls when its counter goes below zero.
 	RefillName = "fuel_refill"
-	// TimeoutRefillName is the refill import of a module from
-	// InstrumentTimeout, whose counter counts no fuel.
-	TimeoutRefillName = "timeout_refill"
 	// SettleName is the import (i64 counter) -> () that the settle export
 	// calls to hand the remaining counter to the host.
 	SettleName = "fuel_settle"
@@ -117,29 +114,11 @@ type module struct {
 // WebAssembly 2.0 set plus tail calls, atomics and relaxed SIMD. The
 // result is deterministic: the same input always gives the same bytes.
 func Instrument(wasm []byte) ([]byte, error) {
-	return instrument(wasm, false)
-}
-
-// InstrumentTimeout is the cheaper rewrite for calls with a deadline and
-// no fuel limit. Only function entries and loop headers charge and check
-// the counter: each charges an upper bound of the instructions that can
-// run before the next check (the static size of the function's or loop's
-// own code), so a slice still bounds the work between two looks at the
-// deadline, but nothing is counted exactly. The module
-// imports TimeoutRefillName instead of RefillName; its host function
-// traps with TIMEOUT when the context is done and refuses a Budget with
-// Fuel, so a fuel limit is never enforced on the wrong units. Everything
-// else (renumbering, reserved names, rejected modules) is as Instrument.
-func InstrumentTimeout(wasm []byte) ([]byte, error) {
-	return instrument(wasm, true)
-}
-
-func instrument(wasm []byte, timeoutOnly bool) ([]byte, error) {
 	m, err := parseModule(wasm)
 	if err != nil {
 		return nil, fmt.Errorf("instrument: %w", err)
 	}
-	out, err := m.rewrite(len(wasm), timeoutOnly)
+	out, err := m.rewrite(len(wasm))
 	if err != nil {
 		return nil, fmt.Errorf("instrument: %w", err)
 	}
@@ -324,7 +303,7 @@ func skipLimits(r *reader) error {
 }
 
 // rewrite builds the instrumented module.
-func (m *module) rewrite(sizeHint int, timeoutOnly bool) ([]byte, error) {
+func (m *module) rewrite(sizeHint int) ([]byte, error) {
 	numFuncs := m.numImportedFuncs + m.numDefinedFuncs
 	w := &rewriter{
 		numImportedFuncs: m.numImportedFuncs,
@@ -333,7 +312,6 @@ func (m *module) rewrite(sizeHint int, timeoutOnly bool) ([]byte, error) {
 		addedFuncs:       addedFuncs,
 		counter:          m.numGlobals,
 		refill:           m.numImportedFuncs,
-		timeoutOnly:      timeoutOnly,
 		typeParams:       m.typeParams,
 	}
 	settleImport := m.numImportedFuncs + 1
@@ -428,11 +406,7 @@ func (w *rewriter) section(m *module, id byte, payload, dst []byte, typeRefill, 
 		dst = appendU32(dst, n+addedFuncs)
 		dst = append(dst, r.b[r.pos:]...)
 		dst = appendName(dst, ImportModule)
-		if w.timeoutOnly {
-			dst = appendName(dst, TimeoutRefillName)
-		} else {
-			dst = appendName(dst, RefillName)
-		}
+		dst = appendName(dst, RefillName)
 		dst = append(dst, 0x00)
 		dst = appendU32(dst, typeRefill)
 		dst = appendName(dst, ImportModule)
@@ -506,12 +480,7 @@ func (w *rewriter) section(m *module, id byte, payload, dst []byte, typeRefill, 
 			body = append(body, code[groupsEnd:cr.pos]...)
 			body = append(body, 1, 0x7e)
 			local := m.typeParams[m.funcTypes[i]] + declared
-			if w.timeoutOnly {
-				body, err = w.bodyTimeout(body, code[cr.pos:], local)
-			} else {
-				body, err = w.body(body, code[cr.pos:], local)
-			}
-			if err != nil {
+			if body, err = w.body(body, code[cr.pos:], local); err != nil {
 				return nil, fmt.Errorf("function %d: %w", m.numImportedFuncs+i, err)
 			}
 			dst = appendU32(dst, uint32(len(body)))

@@ -146,66 +146,6 @@ func TestLoop_stops(t *testing.T) {
 	}
 }
 
-// TestTimeoutOnly runs modules from InstrumentTimeout: the same outputs as
-// the originals, a call-free loop stopped at the deadline with or without
-// a Budget, and a fuel limit refused rather than enforced on the wrong
-// units.
-func TestTimeoutOnly(t *testing.T) {
-	r := newRuntime(t, nil)
-	timed := func(path string) wazero.CompiledModule {
-		out, err := meter.InstrumentTimeout(readFile(t, path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return compile(t, r, out)
-	}
-	ctx := context.Background()
-	t.Run("same outputs", func(t *testing.T) {
-		orig := compile(t, r, readFile(t, "testdata/wat/features.wasm"))
-		c := timed("testdata/wat/features.wasm")
-		for _, p := range [][]uint64{{0, 7, 3}, {1, 7, 3}, {2, 7, 3}} {
-			want, err := call(ctx, r, orig, "dispatch", p...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := call(meter.WithBudget(ctx, &meter.Budget{Slice: 1}), r, c, "dispatch", p...)
-			if err != nil || got[0] != want[0] {
-				t.Errorf("dispatch%v = %v, %v; want %v", p, got, err, want)
-			}
-		}
-		out, err := command(ctx, r, timed("testdata/c/primes.wasm"), nil, "20000")
-		if err != nil || out != "2262\n" {
-			t.Errorf("C primes: %q, %v", out, err)
-		}
-	})
-	spin := timed("testdata/wat/loop.wasm")
-	tests := []struct {
-		name   string
-		budget *meter.Budget
-		want   string
-	}{
-		{"deadline, no budget", nil, "TIMEOUT"},
-		{"deadline, budget", &meter.Budget{}, "TIMEOUT"},
-		{"fuel refused", &meter.Budget{Fuel: 1000}, "needs a module from Instrument"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-			defer cancel()
-			if tc.budget != nil {
-				ctx = meter.WithBudget(ctx, tc.budget)
-			}
-			_, err := call(ctx, r, spin, "spin")
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want %q", err, tc.want)
-			}
-			if tc.want == "TIMEOUT" && (meter.ErrorOf(err) == nil || (tc.budget != nil && tc.budget.Err() == nil)) {
-				t.Errorf("ErrorOf = %v, budget err = %v", meter.ErrorOf(err), tc.budget)
-			}
-		})
-	}
-}
-
 // TestSleep_timeout checks that a timeout fires while the guest is
 // blocked in poll_oneoff, with the module config's sleep from Nanosleep.
 func TestSleep_timeout(t *testing.T) {
@@ -403,13 +343,6 @@ func TestInstrument_validates(t *testing.T) {
 			out := instrument(t, wasm)
 			if _, err := r.CompileModule(context.Background(), out); err != nil {
 				t.Fatalf("instrumented module does not compile: %v", err)
-			}
-			timed, err := meter.InstrumentTimeout(wasm)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.CompileModule(context.Background(), timed); err != nil {
-				t.Fatalf("InstrumentTimeout module does not compile: %v", err)
 			}
 			again := instrument(t, wasm)
 			if string(again) != string(out) {
