@@ -52,7 +52,7 @@ func landlockABI() (int, error) {
 		case unix.ENOSYS:
 			return 0, errors.New("kernel built without Landlock")
 		case unix.EOPNOTSUPP:
-			return 0, errors.New("Landlock disabled at boot (lsm= does not list landlock)")
+			return 0, errors.New("landlock disabled at boot (lsm= does not list it)")
 		}
 		return 0, fmt.Errorf("landlock_create_ruleset: %w", errno)
 	}

@@ -10,7 +10,7 @@ import (
 func SimulateNoLandlock(r *Runner) (reset func()) {
 	saved := r.features
 	r.features.LandlockABI = 0
-	r.features.LandlockErr = errors.New("Landlock disabled by test")
+	r.features.LandlockErr = errors.New("landlock disabled by test")
 	return func() { r.features = saved }
 }
 
