@@ -2,7 +2,8 @@
 // the digests of the committed manifests against the fresh builds, and
 // runs every example of the wasi-command tools on raw wazero (no agenthost
 // runner), with plugins/testdata/workspace mounted read-only at
-// /workspace, the manifest's folder at /tool and a scratch folder at /tmp.
+// /workspace, the manifest's folder at /tool and a scratch folder at /tmp,
+// both as commands and, for some, as reactors (the runner's fast path).
 // (Extism plugins are run by host/runner/extism's tests.)
 package plugins_test
 
@@ -96,77 +97,125 @@ func readManifest(t *testing.T, path string) *manifest.Tool {
 	return &m
 }
 
-func TestToolpacks(t *testing.T) {
-	mods := buildAll(t)
-	ctx := context.Background()
-	// wazero's on-disk compilation cache (keyed by module digest and
-	// wazero version) makes repeated runs skip the compiler.
+// runtimes hands out wazero runtimes by memory cap, sharing wazero's
+// on-disk compilation cache (keyed by module digest and wazero version),
+// so repeated test runs skip the compiler.
+type runtimes struct {
+	cache wazero.CompilationCache
+	byCap map[uint32]wazero.Runtime
+}
+
+func newRuntimes(t *testing.T) *runtimes {
+	t.Helper()
 	cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "agenthost-plugins-test-wazero"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtimes := map[uint32]wazero.Runtime{} // by memory limit in pages
-	runtimeFor := func(m *manifest.Tool) wazero.Runtime {
-		pages := uint32(65536) // wazero's default: 4 GiB
-		if m.SecurityContext != nil && m.SecurityContext.Limits != nil && m.SecurityContext.Limits.MemoryMb > 0 {
-			pages = uint32(m.SecurityContext.Limits.MemoryMb * 16) // 64 KiB pages
+	r := &runtimes{cache: cache, byCap: map[uint32]wazero.Runtime{}}
+	t.Cleanup(func() {
+		for _, rt := range r.byCap {
+			_ = rt.Close(context.Background())
 		}
-		if rt, ok := runtimes[pages]; ok {
-			return rt
-		}
-		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache).WithMemoryLimitPages(pages))
-		wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-		runtimes[pages] = rt
+	})
+	return r
+}
+
+// forTool returns a runtime whose memory cap is the tool's requested
+// limits.memoryMb (wazero's 4 GiB default if none).
+func (r *runtimes) forTool(m *manifest.Tool) wazero.Runtime {
+	pages := uint32(65536)
+	if m.SecurityContext != nil && m.SecurityContext.Limits != nil && m.SecurityContext.Limits.MemoryMb > 0 {
+		pages = uint32(m.SecurityContext.Limits.MemoryMb * 16) // 64 KiB pages
+	}
+	if rt, ok := r.byCap[pages]; ok {
 		return rt
 	}
-	defer func() {
-		for _, rt := range runtimes {
-			_ = rt.Close(ctx)
-		}
-	}()
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(r.cache).WithMemoryLimitPages(pages))
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	r.byCap[pages] = rt
+	return rt
+}
 
+func TestToolpacks(t *testing.T) {
+	mods := buildAll(t)
+	rts := newRuntimes(t)
 	for _, mod := range mods {
 		sum := sha256.Sum256(mod.wasm)
 		digest := hex.EncodeToString(sum[:])
-		if mod.target.ABI != toolpack.ABIWasiCommand {
-			for _, path := range mod.target.Manifests {
-				m := readManifest(t, path)
-				t.Run(m.ToolID, func(t *testing.T) { checkDigest(t, m, digest) })
-			}
-			continue
-		}
 		for _, path := range mod.target.Manifests {
 			m := readManifest(t, path)
-			rt := runtimeFor(m)
-			compiled, err := rt.CompileModule(ctx, mod.wasm)
-			if err != nil {
-				t.Fatalf("compile %s: %v", mod.target.Plugin, err)
+			if mod.target.ABI != toolpack.ABIWasiCommand {
+				t.Run(m.ToolID, func(t *testing.T) { checkDigest(t, m, digest) })
+				continue
 			}
 			t.Run(m.ToolID, func(t *testing.T) {
 				checkManifest(t, m, digest)
-				params := compileSchema(t, m.Parameters)
-				output := compileSchema(t, m.Output)
-				if len(m.Examples) == 0 {
-					t.Fatal("manifest has no examples")
-				}
-				for i, ex := range m.Examples {
-					t.Run(exampleName(i, ex), func(t *testing.T) {
-						validate(t, "example input", params, ex.Input)
-						got, code, logs := runWasm(t, rt, compiled, m.Dir, ex.Input)
-						if code != 0 {
-							t.Fatalf("exit code %d, stdout %s, stderr %s", code, got, logs)
-						}
-						validate(t, "output", output, got)
-						if ex.ExpectedOutput != nil {
-							validate(t, "expectedOutput", output, ex.ExpectedOutput)
-							if !jsonEqual(t, got, ex.ExpectedOutput) {
-								t.Errorf("output\n got: %s\nwant: %s", bytes.TrimSpace(got), ex.ExpectedOutput)
-							}
-						}
-					})
-				}
+				runExamples(t, rts.forTool(m), mod.wasm, m)
 			})
 		}
+	}
+}
+
+// TestReactorBuilds builds some plugins as WASI reactors (the runner's
+// fast path) and runs their examples through _initialize, agenthost_init
+// and agenthost_call: the same plugin source must behave the same either
+// way.
+func TestReactorBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("building the plugins for wasip1 is slow; skipped with -short")
+	}
+	rts := newRuntimes(t)
+	dir := t.TempDir()
+	for _, name := range []string{"echo", "fs-read", "json-query"} {
+		t.Run(name, func(t *testing.T) {
+			tg := toolpack.Target{Plugin: filepath.Join("plugins", name), ABI: toolpack.ABIWasiCommand, Reactor: true}
+			file := filepath.Join(dir, name+".wasm")
+			if err := toolpack.Build(context.Background(), "..", tg, file); err != nil {
+				t.Fatal(err)
+			}
+			wasm, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			paths, err := filepath.Glob(filepath.Join("../toolpacks/*", name+".tool.json"))
+			if err != nil || len(paths) != 1 {
+				t.Fatalf("manifest of %s: %v %v", name, paths, err)
+			}
+			m := readManifest(t, paths[0])
+			runExamples(t, rts.forTool(m), wasm, m)
+		})
+	}
+}
+
+// runExamples runs every example of m on wasm: the input must match
+// parameters, the output must match output and expectedOutput.
+func runExamples(t *testing.T, rt wazero.Runtime, wasm []byte, m *manifest.Tool) {
+	t.Helper()
+	compiled, err := rt.CompileModule(context.Background(), wasm)
+	if err != nil {
+		t.Fatalf("compile %s: %v", m.Handler.Module, err)
+	}
+	params := compileSchema(t, m.Parameters)
+	output := compileSchema(t, m.Output)
+	if len(m.Examples) == 0 {
+		t.Fatal("manifest has no examples")
+	}
+	for i, ex := range m.Examples {
+		t.Run(exampleName(i, ex), func(t *testing.T) {
+			validate(t, "example input", params, ex.Input)
+			got, code, logs := runWasm(t, rt, compiled, m.Dir, ex.Input)
+			if code != 0 {
+				t.Fatalf("exit code %d, stdout %s, stderr %s", code, got, logs)
+			}
+			validate(t, "output", output, got)
+			if ex.ExpectedOutput != nil {
+				validate(t, "expectedOutput", output, ex.ExpectedOutput)
+				if !jsonEqual(t, got, ex.ExpectedOutput) {
+					t.Errorf("output\n got: %s\nwant: %s", bytes.TrimSpace(got), ex.ExpectedOutput)
+				}
+			}
+		})
 	}
 }
 
@@ -238,9 +287,12 @@ func validate(t *testing.T, what string, s *jsonschema.Schema, raw []byte) {
 
 // runWasm runs one call: args (re-encoded compact with sorted keys, as the
 // host sends them) on stdin, a fresh instance, the SPEC §4 mounts, memory
-// capped at the tool's requested limits.memoryMb.
+// capped by the runtime. A command runs _start; a reactor runs
+// _initialize, then agenthost_init and agenthost_call, whose result is
+// the exit code.
 func runWasm(t *testing.T, rt wazero.Runtime, compiled wazero.CompiledModule, toolDir string, args json.RawMessage) (stdout []byte, exit uint32, stderr string) {
 	t.Helper()
+	ctx := context.Background()
 	in := canonical(t, args)
 	var out, errOut bytes.Buffer
 	fsc := wazero.NewFSConfig().
@@ -254,9 +306,24 @@ func runWasm(t *testing.T, rt wazero.Runtime, compiled wazero.CompiledModule, to
 		WithStdout(&out).
 		WithStderr(&errOut).
 		WithFSConfig(fsc)
-	mod, err := rt.InstantiateModule(context.Background(), compiled, cfg)
+	_, reactor := compiled.ExportedFunctions()["_initialize"]
+	if reactor {
+		cfg = cfg.WithStartFunctions("_initialize")
+	}
+	mod, err := rt.InstantiateModule(ctx, compiled, cfg)
+	if err == nil && reactor {
+		var res []uint64
+		if res, err = mod.ExportedFunction("agenthost_init").Call(ctx); err == nil && res[0] != 0 {
+			t.Fatalf("agenthost_init returned %d (stderr %s)", res[0], errOut.String())
+		}
+		if err == nil {
+			if res, err = mod.ExportedFunction("agenthost_call").Call(ctx); err == nil {
+				exit = uint32(res[0])
+			}
+		}
+	}
 	if mod != nil {
-		_ = mod.Close(context.Background())
+		_ = mod.Close(ctx)
 	}
 	var exitErr *sys.ExitError
 	switch {

@@ -25,6 +25,11 @@ type Target struct {
 	// ABI is the guest ABI the manifests declare: "wasi-command" or
 	// "extism".
 	ABI string
+	// Reactor builds a WASI reactor (-buildmode=c-shared: _initialize
+	// instead of _start) instead of a command. Targets sets it for extism
+	// plugins; a wasi-command plugin written with abi/guest runs either
+	// way, as a reactor on the runner's fast path.
+	Reactor bool
 }
 
 // The guest ABIs a plugin can be built for.
@@ -85,7 +90,7 @@ func Targets(toolpacksDir, pluginsDir string) (targets []Target, unused []string
 		out := filepath.Join(filepath.Dir(p), mod)
 		t := byOut[out]
 		if t == nil {
-			t = &Target{Plugin: filepath.Join(pluginsDir, name), Out: out, ABI: m.Handler.ABI}
+			t = &Target{Plugin: filepath.Join(pluginsDir, name), Out: out, ABI: m.Handler.ABI, Reactor: m.Handler.ABI == ABIExtism}
 			byOut[out] = t
 		}
 		if t.ABI != m.Handler.ABI {
@@ -144,7 +149,7 @@ func pluginDirs(dir string) (map[string]bool, error) {
 // and the toolchain, so a rebuild gives the same bytes (and digest).
 func BuildArgs(t Target, out string) []string {
 	args := []string{"build", "-trimpath", "-buildvcs=false"}
-	if t.ABI == ABIExtism {
+	if t.Reactor {
 		args = append(args, "-buildmode=c-shared")
 	}
 	return append(args, "-o", out, "./"+filepath.ToSlash(filepath.Clean(t.Plugin)))

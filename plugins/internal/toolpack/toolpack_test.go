@@ -55,7 +55,7 @@ func TestTargets(t *testing.T) {
 	want := []toolpack.Target{
 		{Plugin: "plugins/echo", Out: "toolpacks/core/echo.wasm", ABI: "wasi-command",
 			Manifests: []string{"toolpacks/core/echo.tool.json", "toolpacks/core/echo2.tool.json"}, ToolIDs: []string{"core:echo", "core:echo2"}},
-		{Plugin: "plugins/fetch", Out: "toolpacks/web/deep/fetch.wasm", ABI: "extism",
+		{Plugin: "plugins/fetch", Out: "toolpacks/web/deep/fetch.wasm", ABI: "extism", Reactor: true,
 			Manifests: []string{"toolpacks/web/deep/f.tool.json"}, ToolIDs: []string{"web:fetch"}},
 	}
 	for i := range want {
@@ -105,7 +105,8 @@ func TestBuildArgs(t *testing.T) {
 		want   string
 	}{
 		{toolpack.Target{Plugin: "plugins/echo", ABI: toolpack.ABIWasiCommand}, "build -trimpath -buildvcs=false -o out.wasm ./plugins/echo"},
-		{toolpack.Target{Plugin: "plugins/fetch/", ABI: toolpack.ABIExtism}, "build -trimpath -buildvcs=false -buildmode=c-shared -o out.wasm ./plugins/fetch"},
+		{toolpack.Target{Plugin: "plugins/fetch/", ABI: toolpack.ABIExtism, Reactor: true}, "build -trimpath -buildvcs=false -buildmode=c-shared -o out.wasm ./plugins/fetch"},
+		{toolpack.Target{Plugin: "plugins/echo", ABI: toolpack.ABIWasiCommand, Reactor: true}, "build -trimpath -buildvcs=false -buildmode=c-shared -o out.wasm ./plugins/echo"},
 	}
 	for _, tc := range tests {
 		if got := strings.Join(toolpack.BuildArgs(tc.target, "out.wasm"), " "); got != tc.want {
