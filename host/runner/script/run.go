@@ -140,6 +140,10 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	}
 	res := runner.Result{Output: stdout.Bytes(), Usage: abi.Usage{MemoryBytes: ex.MaxRSS}}
 	res.Err = p.classify(ex, context.Cause(tctx), lim, time.Since(start), res.Output, logs)
+	if stdout.Exceeded() && (res.Err == nil || res.Err.Code != abi.CodeOutputLimit) {
+		// The script may have exited on its own right after the excess.
+		res.Err = abi.Errorf(abi.CodeOutputLimit, "output exceeded %d bytes", lim.MaxOutputBytes)
+	}
 	if guard != nil && guard.Denials() > 0 {
 		last := guard.LastDenial()
 		logs.Add(fmt.Sprintf("network: %d request(s) refused by the egress proxy; last: %s", guard.Denials(), last.Message))
@@ -165,7 +169,7 @@ func (p *prepared) classify(ex isolate.Exit, cause error, lim policy.Limits, too
 	case ex.Killed && errors.Is(cause, errTimeout):
 		return abi.Errorf(abi.CodeTimeout, "timed out after %s; the script and every process it started were killed", lim.Timeout)
 	case ex.Killed:
-		return abi.Errorf(abi.CodeTimeout, "call cancelled after %s: %v", took.Round(time.Millisecond), cause)
+		return abi.Errorf(abi.CodeTimeout, "call cancelled after %s: %s", took.Round(time.Millisecond), cause.Error())
 	case ex.CPULimit:
 		return abi.Errorf(abi.CodeTimeout, "CPU time limit reached (RLIMIT_CPU)")
 	case ex.FileSizeLimit:
