@@ -35,6 +35,9 @@ func BenchmarkFastPath(b *testing.B) {
 	b.Run("go-echo/raw-reused", func(b *testing.B) { benchRawReused(b, sdkGuest(b, echoPlugin, modeReactor)) })
 	b.Run("go-echo/slow", func(b *testing.B) { benchRunner(b, sdkGuest(b, echoPlugin, modeCommand), 0, benchOutput) })
 	b.Run("go-echo/fast", func(b *testing.B) { benchRunner(b, sdkGuest(b, echoPlugin, modeReactor), 64<<20, benchOutput) })
+	b.Run("go-echo/fast-copyrestore", func(b *testing.B) {
+		benchRunner(b, sdkGuest(b, echoPlugin, modeReactor), -(64 << 20), benchOutput)
+	})
 	b.Run("go-echo/fast-nopool", func(b *testing.B) { benchRunner(b, sdkGuest(b, echoPlugin, modeReactor), 0, benchOutput) })
 	b.Run("tiny/raw-fresh", func(b *testing.B) { benchRawFresh(b, watGuest(b, "echo")) })
 	b.Run("tiny/slow", func(b *testing.B) { benchRunner(b, watGuest(b, "echo"), 0, benchInput) })
@@ -45,8 +48,13 @@ func BenchmarkFastPath(b *testing.B) {
 	}
 }
 
-func benchRunner(b *testing.B, module string, budget uint64, want []byte) {
-	r := newPoolRunner(b, budget)
+// benchRunner measures Prepared.Run; a negative budget is that budget
+// with instances restored by copying.
+func benchRunner(b *testing.B, module string, budget int64, want []byte) {
+	r := newPoolRunner(b, uint64(max(budget, -budget)))
+	if budget < 0 {
+		wasm.SetCopyRestore(r)
+	}
 	p := prepare(b, r, module, newEnv(b), nil)
 	if size := wasm.SnapshotBytes(p); size > 0 {
 		b.ReportMetric(float64(size), "snapshot-B/instance")
@@ -65,6 +73,12 @@ func benchRunner(b *testing.B, module string, budget uint64, want []byte) {
 		}
 	}
 	cpu(b)
+	if wasm.Reuses(p) {
+		hits, misses, discards := wasm.SlotStats(p)
+		total := float64(hits + misses)
+		b.ReportMetric(float64(hits)/total, "reused/op")
+		b.ReportMetric(float64(discards)/total, "discards/op")
+	}
 }
 
 // benchThroughput runs b.N calls spread over n goroutines and reports

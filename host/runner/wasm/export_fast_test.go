@@ -18,21 +18,37 @@ func SnapshotBytes(p runner.Prepared) int {
 	return len(pp.fast.memory)
 }
 
+// Reuses reports whether p keeps reusable instances.
+func Reuses(p runner.Prepared) bool {
+	pp, ok := p.(*prepared)
+	return ok && pp.fast != nil && pp.fast.slots != nil
+}
+
+// SlotStats returns p's instance pool hits, misses and discards.
+func SlotStats(p runner.Prepared) (hits, misses, discards uint64) {
+	return p.(*prepared).fast.slots.stats()
+}
+
 // NextMemory takes a buffer from p's pool, as the next call would get
 // it, checks that it equals the snapshot, gives it back and returns it.
 func NextMemory(p runner.Prepared) (buf []byte, pristine bool) {
 	pp := p.(*prepared)
-	buf = pp.fast.pool.get()
+	mp := pp.fast.pool.(*memoryPool)
+	buf = mp.get()
 	out := append([]byte(nil), buf...)
 	pristine = string(buf) == string(pp.fast.memory)
-	pp.fast.pool.put(buf)
+	mp.put(buf)
 	return out, pristine
 }
 
 // PoolStats returns p's pool hits and misses.
 func PoolStats(p runner.Prepared) (hits, misses uint64) {
-	return p.(*prepared).fast.pool.stats()
+	return p.(*prepared).fast.pool.(*memoryPool).stats()
 }
 
 // PoolBytes returns the bytes r's pools hold.
 func PoolBytes(r *Runner) uint64 { return r.pools.inUse() }
+
+// SetCopyRestore makes r's later pools restore instances by copying the
+// snapshot instead of dropping copy-on-write pages.
+func SetCopyRestore(r *Runner) { r.pools.copyRestore = true }

@@ -32,15 +32,19 @@ func (s constantSource) put([]byte)  {}
 // (policy pool.memoryMb) and the set of live pools, drained on Close.
 type pools struct {
 	budget uint64
+	// copyRestore restores pooled instances by copying even where
+	// copy-on-write mappings are available (for comparison in tests).
+	copyRestore bool
 
 	mu     sync.Mutex
 	used   uint64
 	live   map[*memoryPool]struct{}
+	slots  map[*slotPool]struct{}
 	closed bool
 }
 
 func newPools(budget uint64) *pools {
-	return &pools{budget: budget, live: map[*memoryPool]struct{}{}}
+	return &pools{budget: budget, live: map[*memoryPool]struct{}{}, slots: map[*slotPool]struct{}{}}
 }
 
 // reserve takes n bytes of the budget and reports whether they were
@@ -104,9 +108,16 @@ func (ps *pools) closeAll() {
 	for mp := range ps.live {
 		live = append(live, mp)
 	}
+	slots := make([]*slotPool, 0, len(ps.slots))
+	for sp := range ps.slots {
+		slots = append(slots, sp)
+	}
 	ps.mu.Unlock()
 	for _, mp := range live {
 		mp.close()
+	}
+	for _, sp := range slots {
+		sp.close()
 	}
 }
 

@@ -41,10 +41,17 @@ const (
 	exportInitialize = "_initialize"
 	exportInit       = "agenthost_init"
 	exportCall       = "agenthost_call"
+	// reservedPrefix starts every export the host adds; a module may not
+	// use it.
+	reservedPrefix = "agenthost.snapshot."
 	// globalExportPrefix names the exports the host adds for every
 	// mutable global, so it can read them after start-up and reset them
 	// per call.
-	globalExportPrefix = "agenthost.snapshot.global."
+	globalExportPrefix = reservedPrefix + "global."
+	// exportFdCheck is the function (n i32) -> i32 the host adds to check
+	// that descriptors 0..n-1 (stdio, then the preopened mounts) are all
+	// still open after a call; it returns the first missing one or -1.
+	exportFdCheck = reservedPrefix + "fdcheck"
 )
 
 // fastPath is the pre-initialised state of a reactor tool.
@@ -55,9 +62,15 @@ type fastPath struct {
 	values  []uint64
 	// memory is the linear memory right after agenthost_init.
 	memory []byte
-	// pool hands out buffers already holding memory; it is never nil
-	// (with no budget it copies on demand).
-	pool *memoryPool
+	// pool hands out buffers already holding memory for calls that get
+	// a fresh instance; never nil (with no budget it copies on demand).
+	pool memorySource
+	// slots are the reusable instances; nil when the tool's instances
+	// cannot be reused or there is no pool budget.
+	slots *slotPool
+	// fds is the number of descriptors every instance starts with (stdio
+	// and the preopened mounts), for the fd check.
+	fds uint32
 }
 
 // reactorModule is a decoded reactor module and its rewrite for the fast
@@ -72,6 +85,10 @@ type reactorModule struct {
 	// globals of the meter's fuel counter, or -1.
 	globals []string
 	counter int
+	// reusable is true when an instance may serve several calls: no
+	// function can change a table, and the module imports what the
+	// added fd check calls.
+	reusable bool
 }
 
 // isReactor reports whether the module's exports make it a reactor tool.
@@ -130,7 +147,7 @@ func rewriteReactor(code []byte) (*reactorModule, error) {
 	counter := -1
 	counterIndex := uint32(math.MaxUint32)
 	for _, e := range m.ExportSection {
-		if strings.HasPrefix(e.Name, globalExportPrefix) {
+		if strings.HasPrefix(e.Name, reservedPrefix) {
 			return nil, fmt.Errorf("export %q uses the host's reserved prefix", e.Name)
 		}
 		if e.Type == wabin.ExternTypeGlobal && e.Name == meter.CounterExport {
@@ -157,7 +174,78 @@ func rewriteReactor(code []byte) (*reactorModule, error) {
 	}
 	m.DataSection = nil
 	m.DataCountSection = nil
-	return &reactorModule{code: binary.EncodeModule(m), initial: initial, globals: globals, counter: counter}, nil
+	mutates, err := mutatesTables(m)
+	reusable := err == nil && !mutates && addFdCheck(m)
+	return &reactorModule{code: binary.EncodeModule(m), initial: initial, globals: globals, counter: counter, reusable: reusable}, nil
+}
+
+// addFdCheck appends and exports the fd check function (exportFdCheck)
+// and reports whether it could: the module must import WASI's
+// fd_fdstat_get and fd_prestat_get, which the check calls. Appending a
+// function shifts no existing index.
+func addFdCheck(m *wabin.Module) bool {
+	fdstat, prestat := -1, -1
+	funcs := 0
+	for _, im := range m.ImportSection {
+		if im.Type != wabin.ExternTypeFunc {
+			continue
+		}
+		if im.Module == "wasi_snapshot_preview1" {
+			switch im.Name {
+			case "fd_fdstat_get":
+				fdstat = funcs
+			case "fd_prestat_get":
+				prestat = funcs
+			}
+		}
+		funcs++
+	}
+	if fdstat < 0 || prestat < 0 {
+		return false
+	}
+	typeIdx := -1
+	for i, ft := range m.TypeSection {
+		if len(ft.Params) == 1 && ft.Params[0] == wabin.ValueTypeI32 && len(ft.Results) == 1 && ft.Results[0] == wabin.ValueTypeI32 {
+			typeIdx = i
+			break
+		}
+	}
+	if typeIdx < 0 {
+		typeIdx = len(m.TypeSection)
+		m.TypeSection = append(m.TypeSection, &wabin.FunctionType{Params: []wabin.ValueType{wabin.ValueTypeI32}, Results: []wabin.ValueType{wabin.ValueTypeI32}})
+	}
+	// (func (param $n i32) (result i32) (local $fd i32)
+	//   loop
+	//     fd >= n: return -1
+	//     errno := fd < 3 ? fd_fdstat_get(fd, 0) : fd_prestat_get(fd, 0)
+	//     errno != 0: return fd
+	//     fd++; br 0
+	//   end
+	//   -1)
+	// Both calls write at address 0; the memory is restored afterwards.
+	body := []byte{
+		0x03, 0x40,
+		0x20, 0x01, 0x20, 0x00, 0x4F, 0x04, 0x40, 0x41, 0x7F, 0x0F, 0x0B,
+		0x20, 0x01, 0x41, 0x03, 0x49, 0x04, 0x7F,
+		0x20, 0x01, 0x41, 0x00, 0x10,
+	}
+	body = append(body, leb128.EncodeUint32(uint32(fdstat))...)
+	body = append(body, 0x05, 0x20, 0x01, 0x41, 0x00, 0x10)
+	body = append(body, leb128.EncodeUint32(uint32(prestat))...)
+	body = append(body,
+		0x0B,
+		0x04, 0x40, 0x20, 0x01, 0x0F, 0x0B,
+		0x20, 0x01, 0x41, 0x01, 0x6A, 0x21, 0x01,
+		0x0C, 0x00,
+		0x0B,
+		0x41, 0x7F,
+		0x0B,
+	)
+	idx := funcs + len(m.FunctionSection)
+	m.FunctionSection = append(m.FunctionSection, wabin.Index(typeIdx))
+	m.CodeSection = append(m.CodeSection, &wabin.Code{LocalTypes: []wabin.ValueType{wabin.ValueTypeI32}, Body: body})
+	m.ExportSection = append(m.ExportSection, &wabin.Export{Type: wabin.ExternTypeFunc, Name: exportFdCheck, Index: wabin.Index(idx)})
+	return true
 }
 
 // prepareReactor prepares a reactor tool: it compiles the rewritten
@@ -181,8 +269,14 @@ func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant 
 	if err != nil {
 		return nil, err
 	}
-	fp.pool = r.pools.newPool(fp.memory, r.logger)
+	fp.fds = uint32(3 + 1 + len(p.mounts)) // stdio, "/", the mounts
 	p.fast = fp
+	if rm.reusable && !p.limits.Deterministic && r.pools.budget > 0 {
+		fp.pool = constantSource(fp.memory)
+		fp.slots = r.pools.newSlotPool(p)
+	} else {
+		fp.pool = r.pools.newPool(fp.memory, r.logger)
+	}
 	return p, nil
 }
 
@@ -206,10 +300,9 @@ func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (*fastPath, 
 	}()
 	seed := &snapshotAllocator{cap: c.memory, pool: constantSource(rm.initial)}
 	ctx = experimental.WithMemoryAllocator(ctx, seed)
-	if p.limits.Fuel > 0 {
-		c.budget = &meter.Budget{Fuel: p.limits.Fuel}
-		ctx = meter.WithBudget(ctx, c.budget)
-	}
+	// The meter's budget: the deadline always, fuel when limited.
+	c.budget = &meter.Budget{Fuel: p.limits.Fuel}
+	ctx = meter.WithBudget(ctx, c.budget)
 	mod, err := p.r.rt.InstantiateModule(ctx, p.compiled, p.moduleConfig(ctx, c, nil))
 	if err != nil {
 		return nil, p.startupError("instantiate", c, err, context.Cause(ctx))
@@ -282,17 +375,25 @@ func (fp *fastPath) instantiate(ctx context.Context, p *prepared, cfg wazero.Mod
 // call runs agenthost_call; a non-zero return is the guest's exit code,
 // reported as a sys.ExitError like a command's exit.
 func (fp *fastPath) call(ctx context.Context, mod api.Module) error {
-	res, err := mod.ExportedFunction(exportCall).Call(ctx)
+	_, err := callExport(ctx, mod.ExportedFunction(exportCall))
+	return err
+}
+
+// callExport calls agenthost_call and maps a non-zero return to a
+// sys.ExitError. returned is false when the guest did not return (a trap,
+// proc_exit, a stopped call).
+func callExport(ctx context.Context, fn api.Function) (returned bool, err error) {
+	res, err := fn.Call(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if len(res) != 1 {
-		return errors.New("agenthost_call returned no exit code")
+		return true, errors.New("agenthost_call returned no exit code")
 	}
 	if code := api.DecodeI32(res[0]); code != 0 {
-		return sys.NewExitError(uint32(code))
+		return true, sys.NewExitError(uint32(code))
 	}
-	return nil
+	return true, nil
 }
 
 // allocator returns the memory allocator of a call: the call's cap, and
@@ -309,8 +410,14 @@ func (p *prepared) allocator(c *call) experimental.MemoryAllocator {
 // budget). Calls still running finish normally; later calls copy the
 // snapshot per call. The host calls it when it unloads the tool.
 func (p *prepared) Close() error {
-	if p.fast != nil {
-		p.fast.pool.close()
+	if p.fast == nil {
+		return nil
+	}
+	if mp, ok := p.fast.pool.(*memoryPool); ok {
+		mp.close()
+	}
+	if p.fast.slots != nil {
+		p.fast.slots.close()
 	}
 	return nil
 }

@@ -1,0 +1,105 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/agenthost/agenthost/host/internal/meter"
+)
+
+// BenchmarkGuestAfterRestore isolates the guest's own time per call on a
+// bare runtime: one reactor instance of AGENTHOST_BENCH_REACTOR, with its
+// memory and globals restored from a snapshot before each call (restored)
+// or left as the previous call left them (reused).
+func BenchmarkGuestAfterRestore(b *testing.B) {
+	path := os.Getenv("AGENTHOST_BENCH_REACTOR")
+	if path == "" {
+		b.Skip("AGENTHOST_BENCH_REACTOR not set")
+	}
+	code, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plain, err := rewriteReactor(code)
+	if err != nil {
+		b.Fatal(err)
+	}
+	instrumented, err := meter.Instrument(code)
+	if err != nil {
+		b.Fatal(err)
+	}
+	metered, err := rewriteReactor(instrumented)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		rm       *reactorModule
+		restore  bool
+		sysClock bool
+	}{{"reused", plain, false, false}, {"restored", plain, true, false}, {"restored-metered", metered, true, false}, {"reused-sysclock", plain, false, true}, {"restored-sysclock", plain, true, true}} {
+		rm, restore, sysClock := tc.rm, tc.restore, tc.sysClock
+		b.Run(tc.name, func(b *testing.B) {
+			ctx := meter.WithBudget(context.Background(), &meter.Budget{})
+			rt := wazero.NewRuntime(ctx)
+			defer rt.Close(ctx)
+			wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+			if err := meter.NewHostModule(ctx, rt); err != nil {
+				b.Fatal(err)
+			}
+			in := &bytes.Reader{}
+			var out bytes.Buffer
+			mem := &snapshotAllocator{cap: &memoryCap{limit: 1 << 30}, pool: constantSource(rm.initial)}
+			cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().WithStdin(in).WithStdout(&out)
+			if sysClock {
+				cfg = cfg.WithSysNanotime().WithSysWalltime()
+			}
+			m, err := rt.InstantiateWithConfig(experimentalAlloc(ctx, mem), rm.code, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, fn := range []string{exportInitialize, exportInit} {
+				if _, err := m.ExportedFunction(fn).Call(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			snap, _ := m.Memory().Read(0, m.Memory().Size())
+			snap = append([]byte(nil), snap...)
+			var globals []api.MutableGlobal
+			var values []uint64
+			for _, name := range rm.globals {
+				g := m.ExportedGlobal(name).(api.MutableGlobal)
+				globals, values = append(globals, g), append(values, g.Get())
+			}
+			call := m.ExportedFunction(exportCall)
+			input := []byte(`{"message":"hello, world","n":42,"tags":["a","b"]}`)
+			b.ResetTimer()
+			for b.Loop() {
+				if restore {
+					b.StopTimer()
+					m.Memory().Write(0, snap)
+					for i, g := range globals {
+						g.Set(values[i])
+					}
+					b.StartTimer()
+				}
+				in.Reset(input)
+				out.Reset()
+				if _, err := call.Call(meter.WithBudget(ctx, &meter.Budget{})); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func experimentalAlloc(ctx context.Context, a *snapshotAllocator) context.Context {
+	return experimental.WithMemoryAllocator(ctx, a)
+}

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package wasm
+
+import "errors"
+
+// cowImage is unavailable outside Linux: pooled instances are restored by
+// copying the snapshot (see cow_linux.go).
+type cowImage struct{}
+
+func newCOWImage([]byte) (*cowImage, error) {
+	return nil, errors.New("copy-on-write snapshots need Linux")
+}
+
+func (*cowImage) mapping() ([]byte, error) { return nil, errors.New("unsupported") }
+func (*cowImage) reset([]byte) error       { return errors.New("unsupported") }
+func (*cowImage) unmap([]byte) error       { return nil }
+func (*cowImage) close() error             { return nil }

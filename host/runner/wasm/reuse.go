@@ -1,0 +1,555 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/agenthost/agenthost/host/internal/limitio"
+	"github.com/agenthost/agenthost/host/internal/meter"
+	"github.com/agenthost/agenthost/host/internal/sandboxfs"
+	"github.com/agenthost/agenthost/host/runner"
+)
+
+// Reused instances (docs/POOLS.md). A fresh instance of a Go module costs
+// mostly wazero building its function table (one reference per element)
+// and its memory; reusing an instance skips both. An instance is put back
+// only when the call left nothing behind that a reset cannot undo:
+//
+//   - memory and mutable globals: restored from the snapshot in the
+//     background before the instance is handed out again; a memory that
+//     grew is never restored (the instance is discarded);
+//   - tables: only modules that cannot change a table are reused
+//     (tablescan.go);
+//   - WASI state: the instance's stdio and sleep are switched per call,
+//     its mounts are reopened per call (a new /tmp) and closed after; a
+//     call must close every file it opened (counted through the mounts)
+//     and leave stdio and every preopened mount open (the fd check);
+//   - the call must have returned: a trap, exit, timeout or output or
+//     memory limit discards the instance.
+//
+// Deterministic tools are not reused (their clock and random stream are
+// per instance); they run from the snapshot in a fresh instance.
+
+// slot is one pooled instance.
+type slot struct {
+	// mapping is the instance's private mapping of the pool's cowImage,
+	// nil when the memory is a plain copy.
+	mapping []byte
+	mod     api.Module
+	mem     *snapshotMemory
+	io      *slotIO
+	mounts  *mountSet
+	fds     *fdCount
+	globals []api.MutableGlobal
+	call    api.Function
+	check   api.Function
+}
+
+// slotIO is what a pooled instance's stdio and sleep reach: the current
+// call's buffers, switched per call. The fields are set before the guest
+// runs and cleared after; the handoff through the pool's channels orders
+// those writes with the guest's reads.
+type slotIO struct {
+	in     io.Reader
+	out    io.Writer
+	errOut io.Writer
+	sleep  sys.Nanosleep
+}
+
+// Read implements io.Reader (the guest's stdin).
+func (s *slotIO) Read(p []byte) (int, error) {
+	if s.in == nil {
+		return 0, io.EOF
+	}
+	return s.in.Read(p)
+}
+
+func (s *slotIO) nanosleep(ns int64) {
+	if s.sleep != nil {
+		s.sleep(ns)
+	}
+}
+
+// slotWriter is a pooled instance's stdout or stderr.
+type slotWriter struct {
+	io     *slotIO
+	stderr bool
+}
+
+// Write implements io.Writer.
+func (w slotWriter) Write(p []byte) (int, error) {
+	dst := w.io.out
+	if w.stderr {
+		dst = w.io.errOut
+	}
+	if dst == nil {
+		return len(p), nil
+	}
+	return dst.Write(p)
+}
+
+// fdCount counts the files a call opened and closed through its mounts.
+type fdCount struct{ opened, closed atomic.Int64 }
+
+func (n *fdCount) reset()         { n.opened.Store(0); n.closed.Store(0) }
+func (n *fdCount) balanced() bool { return n.opened.Load() == n.closed.Load() }
+func (n *fdCount) String() string {
+	return fmt.Sprintf("%d opened, %d closed", n.opened.Load(), n.closed.Load())
+}
+
+// countingFS is a mount of a pooled instance: the mount's file system,
+// counting every file it opens and each close.
+type countingFS struct {
+	experimentalsys.FS
+	n *fdCount
+}
+
+// OpenFile implements experimentalsys.FS.
+func (c *countingFS) OpenFile(path string, flag experimentalsys.Oflag, perm iofs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	f, errno := c.FS.OpenFile(path, flag, perm)
+	if errno != 0 {
+		return f, errno
+	}
+	c.n.opened.Add(1)
+	return &countingFile{File: f, n: c.n}, 0
+}
+
+// countingFile counts its first close.
+type countingFile struct {
+	experimentalsys.File
+	n      *fdCount
+	closed bool
+}
+
+// Close implements experimentalsys.File.
+func (f *countingFile) Close() experimentalsys.Errno {
+	if !f.closed {
+		f.closed = true
+		f.n.closed.Add(1)
+	}
+	return f.File.Close()
+}
+
+// slotMounts builds a pooled instance's mounts: a mount set owned by the
+// instance (reopened per call, closed after it) whose file systems count
+// opens and closes.
+func (p *prepared) slotMounts(n *fdCount) (*mountSet, wazero.FSConfig, error) {
+	ms := &mountSet{denials: sandboxfs.NewDenials(nil)}
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(&countingFS{FS: sandboxfs.NewDeny(ms.denials), n: n}, "/")
+	for _, m := range p.mounts {
+		cfg := m.cfg
+		cfg.Checker, cfg.Denials = p.checker, ms.denials
+		fs, err := sandboxfs.New(cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("mount %s: %w", cfg.GuestPath, err)
+		}
+		ms.fss = append(ms.fss, fs)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&countingFS{FS: fs, n: n}, cfg.GuestPath)
+	}
+	ms.fsc = fsc
+	return ms, fsc, nil
+}
+
+// slotAllocator gives a new instance the snapshot memory and remembers
+// it, so the pool can restore and re-cap it.
+type slotAllocator struct {
+	snapshotAllocator
+	mem *snapshotMemory
+}
+
+// Allocate implements experimental.MemoryAllocator.
+func (a *slotAllocator) Allocate(capHint, max uint64) experimental.LinearMemory {
+	a.mem = a.snapshotAllocator.Allocate(capHint, max).(*snapshotMemory)
+	return a.mem
+}
+
+// fixedSource hands out one given buffer.
+type fixedSource []byte
+
+func (s fixedSource) get() []byte { return s }
+func (s fixedSource) put([]byte)  {}
+
+// newSlot instantiates one instance from the snapshot, its memory a
+// private mapping of image when there is one.
+func (p *prepared) newSlot(image *cowImage) (*slot, error) {
+	fp := p.fast
+	s := &slot{io: &slotIO{}, fds: &fdCount{}}
+	ms, fsc, err := p.slotMounts(s.fds)
+	if err != nil {
+		return nil, err
+	}
+	s.mounts = ms
+	var source memorySource = constantSource(fp.memory)
+	if image != nil {
+		if s.mapping, err = image.mapping(); err != nil {
+			return nil, err
+		}
+		source = fixedSource(s.mapping)
+	}
+	// Instantiation itself is not a call: the cap here only has to admit
+	// the snapshot; each call re-caps the memory with its own limit.
+	limit := max(p.limits.MemoryBytes, uint64(len(fp.memory)))
+	alloc := &slotAllocator{snapshotAllocator: snapshotAllocator{cap: &memoryCap{limit: limit}, pool: source}}
+	cfg := p.base.
+		WithStdin(s.io).
+		WithStdout(slotWriter{io: s.io}).
+		WithStderr(slotWriter{io: s.io, stderr: true}).
+		WithFSConfig(fsc).
+		WithNanosleep(s.io.nanosleep)
+	mod, err := p.r.rt.InstantiateModule(experimental.WithMemoryAllocator(context.Background(), alloc), p.compiled, cfg)
+	if err != nil {
+		if s.mapping != nil {
+			_ = image.unmap(s.mapping)
+		}
+		return nil, err
+	}
+	s.mod, s.mem = mod, alloc.mem
+	for i, name := range fp.globals {
+		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
+		if !ok {
+			p.closeModule(mod)
+			if s.mapping != nil {
+				_ = image.unmap(s.mapping)
+			}
+			return nil, fmt.Errorf("global export %s is not mutable", name)
+		}
+		g.Set(fp.values[i])
+		s.globals = append(s.globals, g)
+	}
+	s.call, s.check = mod.ExportedFunction(exportCall), mod.ExportedFunction(exportFdCheck)
+	if s.call == nil || s.check == nil || s.mem == nil {
+		p.closeModule(mod)
+		if s.mapping != nil {
+			_ = image.unmap(s.mapping)
+		}
+		return nil, fmt.Errorf("instance lacks %s or %s", exportCall, exportFdCheck)
+	}
+	return s, nil
+}
+
+// restore puts a returned instance back into the snapshot's state: the
+// whole memory (dropping the pages the call wrote, or copying the
+// snapshot over it) and every mutable global.
+func (sp *slotPool) restore(s *slot) error {
+	fp := sp.p.fast
+	if s.mapping != nil {
+		if err := sp.image.reset(s.mapping); err != nil {
+			return err
+		}
+	} else {
+		copy(s.mem.buf, fp.memory)
+	}
+	for i, g := range s.globals {
+		g.Set(fp.values[i])
+	}
+	return nil
+}
+
+// clean reports whether a call left the instance reusable (see the file
+// comment); why says what was left behind otherwise.
+func (fp *fastPath) clean(s *slot) (ok bool, why string) {
+	if uint64(len(s.mem.buf)) != uint64(len(fp.memory)) || s.mem.orig == nil {
+		return false, "memory grew"
+	}
+	if !s.fds.balanced() {
+		return false, "files left open: " + s.fds.String()
+	}
+	res, err := s.check.Call(context.Background(), uint64(fp.fds))
+	if err != nil || len(res) != 1 {
+		return false, fmt.Sprintf("fd check failed: %v", err)
+	}
+	if fd := api.DecodeI32(res[0]); fd >= 0 {
+		return false, fmt.Sprintf("descriptor %d closed", fd)
+	}
+	return true, ""
+}
+
+// runReused serves one call on a pooled instance. It reports ok false,
+// having done nothing, when no instance is ready.
+func (fp *fastPath) runReused(ctx context.Context, p *prepared, req runner.Request) (res runner.Result, ok bool, err error) {
+	s := fp.slots.take()
+	if s == nil {
+		return runner.Result{}, false, nil
+	}
+	ctx, stop, release := callContext(ctx, p.limits.Timeout)
+	defer release()
+	for _, fs := range s.mounts.fss {
+		fs.Reopen()
+	}
+	c := &call{stop: stop, logs: limitio.NewLines(limitio.DefaultLogBytes), mounts: s.mounts}
+	s.mounts.denials.Reset(c.logs.Add)
+	c.stdout = limitio.NewWriter(p.limits.MaxOutputBytes, func() { stop(errOutputLimit) })
+	c.memory = &memoryCap{limit: p.limits.MemoryBytes}
+	s.mem.cap = c.memory
+	s.fds.reset()
+	// The meter's budget: the deadline always, fuel when limited.
+	c.budget = &meter.Budget{Fuel: p.limits.Fuel}
+	ctx = meter.WithBudget(ctx, c.budget)
+	s.io.in, s.io.out, s.io.errOut, s.io.sleep = bytes.NewReader(req.Input), c.stdout, c.logs, sleeper(ctx)
+
+	var runErr error
+	ran, returned := false, false
+	if !c.memory.grow(uint64(len(fp.memory))) {
+		// The snapshot alone is above this call's cap, as a command's
+		// initial memory can be: stopped before the guest runs.
+		stop(errMemoryLimit)
+	} else {
+		returned, runErr = callExport(ctx, s.call)
+		ran = true
+	}
+	stopped := context.Cause(ctx)
+	s.io.in, s.io.out, s.io.errOut, s.io.sleep = nil, nil, nil, nil
+	reuse, why := false, "the call did not return"
+	if ran && stopped == nil && returned {
+		reuse, why = fp.clean(s)
+	}
+	if err := c.close(); err != nil {
+		p.logger.Warn("cleanup after call", "error", err)
+	}
+	res, err = p.result(c, runErr, stopped)
+	s.mounts.denials.Reset(nil)
+	if ran && !reuse {
+		p.logger.Debug("pooled instance discarded", "reason", why)
+	}
+	fp.slots.giveBack(s, reuse || !ran)
+	if err != nil {
+		return runner.Result{}, true, fmt.Errorf("wasm run %s: %w", p.toolID, err)
+	}
+	if req.Logger != nil && res.Err != nil {
+		req.Logger.Debug("wasm call failed", "tool", p.toolID, "code", res.Err.Code, "denied", c.mounts.denials.Count())
+	}
+	return res, true, nil
+}
+
+// slotPool is the bounded pool of ready instances of one reusable tool.
+// A goroutine creates instances up to PoolTarget (as far as the runner's
+// budget allows, counting each instance as its snapshot size), restores
+// returned ones and replaces discarded ones.
+type slotPool struct {
+	p      *prepared
+	owner  *pools
+	logger hclog.Logger
+	size   uint64    // budget per instance
+	image  *cowImage // nil: instances restore by copying
+
+	ready chan *slot
+	dirty chan *slot
+	wake  chan struct{}
+	quit  chan struct{}
+	done  chan struct{}
+
+	mu     sync.Mutex
+	live   int // instances that exist (ready, in use or being restored)
+	closed bool
+	failed bool // an instance could not be made: stop trying
+
+	hits, misses, discards atomic.Uint64
+}
+
+func (ps *pools) newSlotPool(p *prepared) *slotPool {
+	sp := &slotPool{
+		p:      p,
+		owner:  ps,
+		logger: p.logger,
+		size:   uint64(len(p.fast.memory)),
+		ready:  make(chan *slot, PoolTarget),
+		dirty:  make(chan *slot, PoolTarget),
+		wake:   make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	if ps.copyRestore {
+		sp.logger.Debug("pool: restoring instances by copying", "reason", "configured")
+	} else if im, err := newCOWImage(p.fast.memory); err == nil {
+		sp.image = im
+	} else {
+		sp.logger.Debug("pool: restoring instances by copying", "reason", err)
+	}
+	ps.mu.Lock()
+	if ps.closed {
+		ps.mu.Unlock()
+		sp.closed = true
+		close(sp.done)
+		sp.closeImage()
+		return sp
+	}
+	ps.slots[sp] = struct{}{}
+	ps.mu.Unlock()
+	go sp.run()
+	return sp
+}
+
+func (sp *slotPool) run() {
+	defer close(sp.done)
+	for {
+		sp.fill()
+		select {
+		case s := <-sp.dirty:
+			if err := sp.restore(s); err != nil {
+				sp.logger.Warn("pool: restore failed", "error", err)
+				sp.drop(s)
+				continue
+			}
+			sp.ready <- s // never blocks: at most PoolTarget instances exist
+		case <-sp.wake:
+		case <-sp.quit:
+			return
+		}
+	}
+}
+
+// fill makes instances until PoolTarget exist or the budget is spent.
+func (sp *slotPool) fill() {
+	for {
+		sp.mu.Lock()
+		full := sp.live >= PoolTarget || sp.closed || sp.failed
+		sp.mu.Unlock()
+		if full || !sp.owner.reserve(sp.size) {
+			return
+		}
+		s, err := sp.p.newSlot(sp.image)
+		sp.mu.Lock()
+		if err != nil || sp.closed {
+			sp.failed = sp.failed || err != nil
+			sp.mu.Unlock()
+			sp.owner.free(sp.size)
+			if err != nil {
+				sp.logger.Warn("pool: cannot make an instance", "error", err)
+			} else {
+				sp.discard(s)
+			}
+			return
+		}
+		sp.live++
+		sp.mu.Unlock()
+		sp.ready <- s
+	}
+}
+
+// take returns a ready instance; failing that, one waiting to be
+// restored, restored here (far cheaper than a fresh instance); or nil.
+func (sp *slotPool) take() *slot {
+	select {
+	case s := <-sp.ready:
+		sp.hits.Add(1)
+		return s
+	default:
+	}
+	select {
+	case s := <-sp.ready:
+		sp.hits.Add(1)
+		return s
+	case s := <-sp.dirty:
+		if err := sp.restore(s); err != nil {
+			sp.logger.Warn("pool: restore failed", "error", err)
+			sp.drop(s)
+			break
+		}
+		sp.hits.Add(1)
+		return s
+	default:
+	}
+	sp.misses.Add(1)
+	return nil
+}
+
+// giveBack returns an instance after its call: to be restored if reuse,
+// else discarded and replaced.
+func (sp *slotPool) giveBack(s *slot, reuse bool) {
+	sp.mu.Lock()
+	closed := sp.closed
+	if !reuse || closed {
+		sp.live--
+	}
+	sp.mu.Unlock()
+	if reuse && !closed {
+		sp.dirty <- s // never blocks: at most PoolTarget instances exist
+		return
+	}
+	sp.discards.Add(1)
+	sp.discard(s)
+	sp.owner.free(sp.size)
+	select {
+	case sp.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drop discards an instance the pool holds (not in use) and frees its
+// budget.
+func (sp *slotPool) drop(s *slot) {
+	sp.mu.Lock()
+	sp.live--
+	sp.mu.Unlock()
+	sp.discards.Add(1)
+	sp.discard(s)
+	sp.owner.free(sp.size)
+}
+
+// closeImage releases the memfd; live mappings stay valid.
+func (sp *slotPool) closeImage() {
+	if sp.image != nil {
+		_ = sp.image.close()
+	}
+}
+
+// discard closes an instance and its mounts, and unmaps its memory.
+func (sp *slotPool) discard(s *slot) {
+	sp.p.closeModule(s.mod)
+	for _, fs := range s.mounts.fss {
+		_ = fs.Close()
+	}
+	if s.mapping != nil {
+		_ = sp.image.unmap(s.mapping)
+		s.mapping = nil
+	}
+}
+
+// close stops the pool and closes every idle instance; instances in use
+// are closed when their call gives them back. Idempotent.
+func (sp *slotPool) close() {
+	sp.mu.Lock()
+	if sp.closed {
+		sp.mu.Unlock()
+		return
+	}
+	sp.closed = true
+	sp.mu.Unlock()
+	close(sp.quit)
+	<-sp.done
+	for {
+		var s *slot
+		select {
+		case s = <-sp.ready:
+		case s = <-sp.dirty:
+		default:
+		}
+		if s == nil {
+			break
+		}
+		sp.drop(s)
+	}
+	sp.closeImage()
+	sp.owner.mu.Lock()
+	delete(sp.owner.slots, sp)
+	sp.owner.mu.Unlock()
+}
+
+// stats returns how many calls found a ready instance, how many did not
+// and how many instances were discarded.
+func (sp *slotPool) stats() (hits, misses, discards uint64) {
+	return sp.hits.Load(), sp.misses.Load(), sp.discards.Load()
+}
