@@ -448,6 +448,10 @@ func (w *rewriter) emit(dst []byte) []byte {
 //	exit:    local.get $c; REFILL; local.get $c; global.set $fuel
 //	flush:   local.get $c; global.set $fuel
 //	reload:  global.get $fuel; local.set $c
+//	loop:    local.get $c; i64.const cost; i64.sub; local.tee $c;
+//	         i64.const 0; i64.lt_s; br_if $pad
+//	pad:     local.get $c; call $refill; local.tee $c; global.set $fuel;
+//	         local.get $c; i64.const cost; i64.add; local.set $c
 //	REFILL:  i64.const 0; i64.lt_s; if
 //	           local.get $c; call $refill; local.tee $c; global.set $fuel
 //	         end

@@ -2,9 +2,11 @@
 // countable: deterministic fuel metering and cheap interruption.
 //
 // [Instrument] rewrites a module at load time so that every segment of
-// straight-line code charges its instruction count against a counter (a
-// mutable i64 global) and calls the host when the counter goes below
-// zero. The host function ([NewHostModule], or [HostFuncs] for SDKs that
+// straight-line code charges its instruction count against a counter
+// (kept in a local of each function, synchronised with a mutable i64
+// global at calls and exits) and calls the host when the counter is found
+// below zero at a check (function entry, loop header, call through an
+// import or a table, exit). The host function ([NewHostModule], or [HostFuncs] for SDKs that
 // register their own host modules) reads the call's [Budget] from the
 // context: it traps with FUEL_EXHAUSTED when the fuel is spent, with
 // TIMEOUT when the context is done, and otherwise hands the guest the next
