@@ -21,9 +21,15 @@
 // only if grant.AllowDegraded is set, and its logs say which protections
 // applied. [Protections] reports what this machine offers.
 //
-// Dependencies are installed once per tool at Prepare, offline: a
-// package.json with npm into a cache keyed by the manifest and lockfile
-// digest; a requirements.txt into a per-tool venv from the tool's own
-// wheels/ folder (pip --no-index --find-links). A failed install is
-// remembered on disk and every call then fails with TOOL_ERROR.
+// Dependencies are installed once per tool at Prepare: a package.json
+// with npm (lifecycle scripts off) into a cache keyed by the digest of
+// package.json and its lockfile; a requirements.txt into a per-tool venv,
+// offline, from the tool's own wheels/ folder (pip --no-index
+// --find-links). A failed install is remembered on disk and every call
+// then fails with TOOL_ERROR.
+//
+// Grants that list network hosts get a network namespace of their own
+// whose only way out is the host's netguard proxy (root hosts); elsewhere
+// such tools are refused. [Widenings] lists the glob grants that Landlock
+// enforces as whole directories, for audit.
 package script
