@@ -33,6 +33,9 @@ type prepared struct {
 	maxHTTP  int64
 	seed     int64 // of the deterministic clock and randomness
 	log      hclog.Logger
+	// snap, when set, replaces instantiation with data segments plus the
+	// initialiser by a restore of the initialised state (snapshot.go).
+	snap *snapshot
 }
 
 // instance is the state of one call: a fresh plugin instance, its kernel
@@ -155,14 +158,37 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	}
 	in := p.newInstance()
 	callCtx := in.context(ctx)
-	mod, err := p.r.rt.InstantiateModule(callCtx, p.compiled, p.moduleConfig(ctx, in))
+	compiled := p.compiled
+	if p.snap != nil {
+		compiled = p.snap.compiled
+		in.mem.image = p.snap.memory
+	}
+	mod, err := p.r.rt.InstantiateModule(callCtx, compiled, p.moduleConfig(ctx, in))
 	if err != nil {
 		return p.result(ctx, in, nil, fmt.Errorf("instantiate: %w", err)), nil
 	}
 	defer mod.Close(context.Background())
 	in.guest = mod.Memory()
-	res, err := p.call(callCtx, in, mod, req.Input)
+	var res []uint64
+	if p.snap != nil {
+		res, err = p.callRestored(callCtx, in, mod, req.Input)
+	} else {
+		res, err = p.call(callCtx, in, mod, req.Input)
+	}
 	return p.result(ctx, in, res, err), nil
+}
+
+// callRestored restores the snapshot into mod and calls the entry point.
+func (p *prepared) callRestored(ctx context.Context, in *instance, mod api.Module, input []byte) ([]uint64, error) {
+	ok, err := p.snap.restore(mod)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || in.mem.exceeded {
+		in.mem.exceeded = true
+		return nil, errKernelMemory{}
+	}
+	return p.invoke(ctx, in, mod.ExportedFunction(p.entry), input)
 }
 
 // context returns the context the guest runs under: ctx (with the call's

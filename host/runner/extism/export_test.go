@@ -66,3 +66,6 @@ func FreshPhases(ctx context.Context, p runner.Prepared) (instantiate, initialis
 	}
 	return instantiate, time.Since(start), nil
 }
+
+// HasSnapshot reports whether p restores a pre-initialised snapshot.
+func HasSnapshot(p runner.Prepared) bool { return p.(*prepared).snap != nil }

@@ -9,6 +9,9 @@ type limitMemory struct {
 	limit    uint64
 	buf      []byte
 	exceeded bool
+	// image, when set, is the memory a snapshot restores: the first
+	// allocation copies it, and growth up to its size reveals it.
+	image []byte
 }
 
 // Allocate implements experimental.MemoryAllocator; a limitMemory backs
@@ -24,6 +27,12 @@ func (m *limitMemory) Reallocate(size uint64) []byte {
 		}
 		// The initial size must be granted (wazero cannot fail it); the
 		// call then fails with MEMORY_LIMIT before the plugin runs.
+	}
+	if m.buf == nil && m.image != nil && size <= uint64(len(m.image)) {
+		// One copy of the image; growing to its size later only
+		// re-slices, so the restored bytes appear without a second copy.
+		m.buf = append([]byte(nil), m.image...)[:size]
+		return m.buf
 	}
 	if size <= uint64(cap(m.buf)) {
 		m.buf = m.buf[:size]

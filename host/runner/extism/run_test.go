@@ -16,6 +16,7 @@ import (
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/runner"
+	"github.com/agenthost/agenthost/host/runner/extism"
 )
 
 func TestRun(t *testing.T) {
@@ -220,4 +221,42 @@ func TestRun_fuelUsage(t *testing.T) {
 	if unmetered.Usage.Fuel != nil {
 		t.Fatalf("fuel reported without a fuel limit: %d", *unmetered.Usage.Fuel)
 	}
+}
+
+func TestRun_snapshot(t *testing.T) {
+	r := newRunner(t)
+	tests := []struct {
+		name  string
+		grant func(*policy.Grant)
+		snap  bool
+	}{
+		{"default grant restores a snapshot", nil, true},
+		{"fuel runs the initialiser", func(g *policy.Grant) { g.Limits.Fuel = 1 << 40 }, false},
+		{"deterministic runs the initialiser", func(g *policy.Grant) { g.Limits.Deterministic = true }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tool := toolFor(guests["probe"], "counter")
+			g := grantFor(tool)
+			if tc.grant != nil {
+				tc.grant(g)
+			}
+			p := prepare(t, r, tool, g)
+			if extism.HasSnapshot(p) != tc.snap {
+				t.Fatalf("snapshot = %v, want %v", extism.HasSnapshot(p), tc.snap)
+			}
+			for i := 0; i < 3; i++ {
+				if res := run(t, p, ""); res.Err != nil || string(res.Output) != "1" {
+					t.Fatalf("call %d: %q %v: Go memory leaked between calls", i, res.Output, res.Err)
+				}
+			}
+		})
+	}
+	t.Run("third-party Rust plugin without initialiser", func(t *testing.T) {
+		path, _ := filepath.Abs(filepath.Join(thirdParty, "count_vowels.wasm"))
+		tool := toolFor(path, "count_vowels")
+		if extism.HasSnapshot(prepare(t, r, tool, grantFor(tool))) {
+			t.Fatal("a module without initialiser has nothing to snapshot")
+		}
+	})
 }

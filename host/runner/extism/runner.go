@@ -181,7 +181,7 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if maxHTTP == 0 {
 		maxHTTP = netguard.DefaultMaxResponseBytes
 	}
-	return &prepared{
+	p := &prepared{
 		r:        r,
 		tool:     tool.ToolID,
 		grant:    grant,
@@ -192,7 +192,19 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 		maxHTTP:  maxHTTP,
 		seed:     int64(binary.BigEndian.Uint64(sum[:8])),
 		log:      r.log.With("tool", tool.ToolID),
-	}, nil
+	}
+	// Metered and deterministic calls run the initialiser themselves, so
+	// their fuel and clocks are exactly those of a fresh instance.
+	if grant.Limits.Fuel == 0 && !grant.Limits.Deterministic && !grant.Denied && len(p.inits) > 0 {
+		metered, err := r.meter.Instrument(code)
+		if err == nil {
+			p.snap, err = p.takeSnapshot(ctx, metered)
+		}
+		if err != nil {
+			p.log.Debug("no snapshot; each call runs the initialiser", "reason", err)
+		}
+	}
+	return p, nil
 }
 
 // modulePath returns the module's path, which must stay in the tool's

@@ -142,3 +142,16 @@ func echo() int32 {
 }
 
 func main() {}
+
+// calls counts this instance's calls in Go memory.
+var calls int
+
+// counter increments a Go global: with a fresh instance (or a fresh copy
+// of the initialised snapshot) per call it always outputs 1.
+//
+//go:wasmexport counter
+func counter() int32 {
+	calls++
+	pdk.Output([]byte{'0' + byte(calls)})
+	return 0
+}

@@ -1,0 +1,169 @@
+package extism
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/agenthost/agenthost/host/internal/meter"
+	"github.com/tetratelabs/wabin/binary"
+	"github.com/tetratelabs/wabin/leb128"
+	"github.com/tetratelabs/wabin/wasm"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// snapshotGlobalPrefix names the exports added for a module's mutable
+// globals so a snapshot can read and restore them.
+const snapshotGlobalPrefix = "agenthost.snapshot.global."
+
+// snapshotInitTimeout bounds the template instance's initialisation.
+const snapshotInitTimeout = 30 * time.Second
+
+// snapshot is the state of an instance right after its runtime
+// initialiser ran: its linear memory and mutable globals. Calls run in
+// instances of a copy of the module without data segments; the memory is
+// filled from the snapshot (one copy, made by limitMemory) and the globals
+// are set, so neither the data segments nor the initialiser run again.
+// Every call still gets its own instance and its own copy of the memory:
+// nothing of one call reaches the next.
+type snapshot struct {
+	compiled wazero.CompiledModule
+	memory   []byte
+	globals  []snapshotGlobal
+}
+
+// snapshotGlobal is one restored global.
+type snapshotGlobal struct {
+	name  string
+	value uint64
+}
+
+// takeSnapshot builds the snapshot of code (the instrumented module) for
+// p, or returns an error saying why the module does not qualify; the
+// caller then runs the initialiser on every call instead.
+//
+// It qualifies when its only initialiser is _initialize (a WASI reactor,
+// e.g. a Go or Rust plugin), it defines its one memory (imports none),
+// and its data segments are active with constant offsets.
+func (p *prepared) takeSnapshot(ctx context.Context, code []byte) (*snapshot, error) {
+	if len(p.inits) != 1 || p.inits[0] != "_initialize" {
+		return nil, fmt.Errorf("initialisers %v are not a lone _initialize", p.inits)
+	}
+	m, err := binary.DecodeModule(code, wasm.CoreFeaturesV2)
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	importedGlobals := 0
+	for _, imp := range m.ImportSection {
+		switch imp.Type {
+		case wasm.ExternTypeMemory:
+			return nil, fmt.Errorf("the memory is imported")
+		case wasm.ExternTypeGlobal:
+			importedGlobals++
+		}
+	}
+	if m.MemorySection == nil {
+		return nil, fmt.Errorf("no memory")
+	}
+	if m.DataCountSection != nil {
+		return nil, fmt.Errorf("data count section (bulk memory data segments)")
+	}
+	type segment struct {
+		offset uint32
+		init   []byte
+	}
+	var segments []segment
+	for _, d := range m.DataSection {
+		e := d.OffsetExpression
+		if e == nil || e.Opcode != wasm.OpcodeI32Const {
+			return nil, fmt.Errorf("a data segment without a constant offset")
+		}
+		off, _, err := leb128.DecodeInt32(bytes.NewReader(e.Data))
+		if err != nil {
+			return nil, fmt.Errorf("data segment offset: %w", err)
+		}
+		segments = append(segments, segment{offset: uint32(off), init: d.Init})
+	}
+	var names []string
+	for i, g := range m.GlobalSection {
+		if !g.Type.Mutable {
+			continue
+		}
+		name := snapshotGlobalPrefix + strconv.Itoa(i)
+		m.ExportSection = append(m.ExportSection, &wasm.Export{Type: wasm.ExternTypeGlobal, Name: name, Index: wasm.Index(importedGlobals + i)})
+		names = append(names, name)
+	}
+	m.DataSection = nil
+	s := &snapshot{}
+	if s.compiled, err = p.r.rt.CompileModule(ctx, binary.EncodeModule(m)); err != nil {
+		return nil, fmt.Errorf("compile: %w", err)
+	}
+	fail := func(err error) (*snapshot, error) {
+		s.compiled.Close(ctx)
+		return nil, err
+	}
+
+	// Initialise a template instance under the grant's environment: the
+	// data segments by hand, then _initialize.
+	ictx, cancel := context.WithTimeout(ctx, snapshotInitTimeout)
+	defer cancel()
+	in := p.newInstance()
+	in.mem.limit = 0
+	callCtx := in.context(ictx)
+	tmpl, err := p.r.rt.InstantiateModule(callCtx, s.compiled, p.moduleConfig(ictx, in))
+	if err != nil {
+		return fail(fmt.Errorf("instantiate template: %w", err))
+	}
+	defer tmpl.Close(ctx)
+	mem := tmpl.Memory()
+	for _, seg := range segments {
+		if !mem.Write(seg.offset, seg.init) {
+			return fail(fmt.Errorf("data segment at %d out of memory", seg.offset))
+		}
+	}
+	if _, err := tmpl.ExportedFunction("_initialize").Call(callCtx); err != nil {
+		return fail(fmt.Errorf("initialise template: %w", err))
+	}
+	view, ok := mem.Read(0, mem.Size())
+	if !ok {
+		return fail(fmt.Errorf("read template memory"))
+	}
+	s.memory = append([]byte(nil), view...)
+	for _, name := range names {
+		g := tmpl.ExportedGlobal(name)
+		if g == nil {
+			return fail(fmt.Errorf("global %s not exported", name))
+		}
+		s.globals = append(s.globals, snapshotGlobal{name: name, value: g.Get()})
+	}
+	return s, nil
+}
+
+// restore brings a new instance of s.compiled to the snapshot: its memory
+// grows to the snapshot's size (limitMemory fills it from the image, or
+// refuses past the memory cap) and its mutable globals are set, with the
+// meter's counter at zero as in a new instance (its first instructions
+// then ask the call's own budget for fuel). It reports false when the
+// memory cap refused the growth.
+func (s *snapshot) restore(mod api.Module) (bool, error) {
+	mem := mod.Memory()
+	if want := uint32(len(s.memory)); mem.Size() < want {
+		if _, ok := mem.Grow((want - mem.Size()) / 65536); !ok {
+			return false, nil
+		}
+	}
+	for _, g := range s.globals {
+		mg, ok := mod.ExportedGlobal(g.name).(api.MutableGlobal)
+		if !ok {
+			return false, fmt.Errorf("restore snapshot: global %s is not mutable", g.name)
+		}
+		mg.Set(g.value)
+	}
+	if c, ok := mod.ExportedGlobal(meter.CounterExport).(api.MutableGlobal); ok {
+		c.Set(0)
+	}
+	return true, nil
+}
