@@ -39,6 +39,26 @@ func TestCount_exact(t *testing.T) {
 	}
 }
 
+// TestCount_loopWithParams pins the count of a loop with a parameter,
+// whose check refills inline instead of through a pad: countdown(5)
+// executes local.get, loop and 5 iterations of 7 instructions, after the
+// module's start function (2 instructions, run by the instantiation under
+// the same budget).
+func TestCount_loopWithParams(t *testing.T) {
+	r := newRuntime(t, nil)
+	c := compile(t, r, instrument(t, readFile(t, "testdata/wat/features.wasm")))
+	for _, slice := range []uint64{1, 2, 0} {
+		b := &meter.Budget{Slice: slice}
+		res, err := call(meter.WithBudget(context.Background(), b), r, c, "countdown", 5)
+		if err != nil || res[0] != 0 {
+			t.Fatalf("slice %d: countdown(5) = %v, %v", slice, res, err)
+		}
+		if b.Used() != 2+37 {
+			t.Errorf("slice %d: Used() = %d, want 39", slice, b.Used())
+		}
+	}
+}
+
 // TestTrap_usedExact checks that the fuel of a call ending in a guest
 // trap is still exact: boom(n) runs count(n) and hits unreachable after
 // 9n+11 instructions.
@@ -230,6 +250,7 @@ func TestFeatures_sameOutputs(t *testing.T) {
 		{"dispatch", []uint64{3, 7, 3}}, {"dispatch", []uint64{9, 7, 3}},
 		{"multi", []uint64{5}}, {"multi", []uint64{200}},
 		{"bulk", nil}, {"misc", []uint64{0}}, {"misc", []uint64{1}},
+		{"countdown", []uint64{5}}, {"countdown", []uint64{0}},
 	}
 	for _, tc := range calls {
 		t.Run(fmt.Sprint(tc.fn, tc.params), func(t *testing.T) {

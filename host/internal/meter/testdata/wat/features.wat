@@ -3,7 +3,7 @@
 ;; element segment, ref.func with a declarative segment, a funcref global,
 ;; multi-value blocks and if, br_table, select, passive data with
 ;; memory.init (data count section), bulk memory, sign extension,
-;; saturating conversion and a name section.
+;; saturating conversion, a loop with a parameter and a name section.
 (module $features
   (import "env" "log" (func $log (param i32)))
   (type $binop (func (param i32 i32) (result i32)))
@@ -60,4 +60,13 @@
       (i32.add
         (i32.trunc_sat_f64_s (f64.const 1e12))
         (i32.add (global.get $g)
-          (i32.add (ref.is_null (ref.func $sub)) (ref.is_null (global.get $fr))))))))
+          (i32.add (ref.is_null (ref.func $sub)) (ref.is_null (global.get $fr)))))))
+  ;; countdown(n) loops with a loop parameter (kept unwrapped by the pass):
+  ;; returns n-k for the first k with n-k <= 0, i.e. 0 for n >= 1.
+  (func $countdown (export "countdown") (param $n i32) (result i32)
+    (local.get $n)
+    (loop $l (param i32) (result i32)
+      (i32.const 1)
+      (i32.sub)
+      (local.tee $n)
+      (br_if $l (i32.gt_s (local.get $n) (i32.const 0))))))
