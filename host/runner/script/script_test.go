@@ -622,6 +622,24 @@ func TestScriptPathEscapes(t *testing.T) {
 	mustSucceed(t, r, script.LangPython)
 }
 
+func TestScriptPathInside(t *testing.T) {
+	r := newRunner(t)
+	requireLang(t, script.LangPython)
+	f := newFixture(t, script.LangPython, pyEcho)
+	if err := os.MkdirAll(filepath.Join(f.tool.Dir, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A symlink that stays inside the folder, into a subfolder, is fine.
+	if err := os.Symlink(filepath.Join(f.tool.Dir, "main.py"), filepath.Join(f.tool.Dir, "src", "entry.py")); err != nil {
+		t.Fatal(err)
+	}
+	f.tool.Handler.ScriptPath = "src/entry.py"
+	res := call(t, prepare(t, r, f), `{"k":"v"}`)
+	if res.Err != nil || string(res.Output) != `{"echo": {"k": "v"}}` {
+		t.Fatalf("%v %s", res.Err, res.Output)
+	}
+}
+
 func TestPrepareRejects(t *testing.T) {
 	r := newRunner(t)
 	requireLang(t, script.LangPython)
