@@ -26,9 +26,11 @@ func (p *prepared) result(c *call, runErr, stopped error) (runner.Result, error)
 	}
 	var budgetErr *abi.Error
 	if c.budget != nil {
-		used := c.budget.Used()
-		res.Usage.Fuel = &used
 		budgetErr = c.budget.Err()
+		if p.limits.Fuel > 0 {
+			used := c.budget.Used()
+			res.Usage.Fuel = &used
+		}
 	}
 	var exit *sys.ExitError
 	isExit := errors.As(runErr, &exit)

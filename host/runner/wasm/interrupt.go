@@ -12,11 +12,16 @@ import (
 )
 
 // This file is the one place where stopping a guest is configured: the
-// runtime option that makes wazero check the context, the per-call
-// context with its deadline and cancel causes, and the context-aware
-// sleep. Metered tools (fuel > 0) are also stopped by the meter's refill
-// at the deadline; making every tool metered and dropping
-// WithCloseOnContextDone is the swap this file is kept small for.
+// runtime options, the per-call context with its deadline and cancel
+// causes, the meter budget and the context-aware sleep.
+//
+// Every tool runs its instrumented module (host/internal/meter, done in
+// Prepare): the module counts its instructions and calls the meter's
+// refill import every slice of about 10^7 of them; refill traps with
+// TIMEOUT once the call's context is done, and with FUEL_EXHAUSTED when a
+// fuel limit is spent. So the runtime does not use wazero's
+// WithCloseOnContextDone, which checks the context from every loop and
+// costs 9-17 times the CPU on compute-heavy guests (docs/FUEL.md).
 
 // Causes of a stopped call, read back with context.Cause.
 var (
@@ -25,11 +30,27 @@ var (
 	errMemoryLimit = errors.New("memory limit")
 )
 
-// interruptConfig adds the interruption settings to the runtime config:
-// wazero checks the context at function entries and loop back-edges and
-// closes the module once it is done.
+// interruptConfig returns the runtime config for metered interruption:
+// wazero's own context checks stay off (see above).
 func interruptConfig(c wazero.RuntimeConfig) wazero.RuntimeConfig {
-	return c.WithCloseOnContextDone(true)
+	return c.WithCloseOnContextDone(false)
+}
+
+// instrument returns the module every call of a tool runs, and its cache
+// key: the meter's rewrite of code (cached in memory and on disk).
+func (r *Runner) instrument(code []byte, sum string) ([]byte, string, error) {
+	out, err := r.meter.Instrument(code)
+	if err != nil {
+		return nil, "", err
+	}
+	return out, "metered-" + sum, nil
+}
+
+// withBudget attaches the call's meter budget to ctx: the deadline (the
+// context's) always, the fuel limit when limits.fuel > 0.
+func (c *call) withBudget(ctx context.Context, fuel uint64) context.Context {
+	c.budget = &meter.Budget{Fuel: fuel}
+	return meter.WithBudget(ctx, c.budget)
 }
 
 // callContext returns the context of one call: done when the parent is,

@@ -153,7 +153,7 @@ type call struct {
 	stdout *limitio.Writer
 	logs   *limitio.Lines
 	memory *memoryCap
-	budget *meter.Budget // nil unless the tool is metered
+	budget *meter.Budget // the meter's deadline and fuel state
 	mounts *mountSet
 	stop   context.CancelCauseFunc
 }
@@ -219,10 +219,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	}
 	defer p.release(c)
 	ctx = experimental.WithMemoryAllocator(ctx, p.allocator(c))
-	if p.limits.Fuel > 0 {
-		c.budget = &meter.Budget{Fuel: p.limits.Fuel}
-		ctx = meter.WithBudget(ctx, c.budget)
-	}
+	ctx = c.withBudget(ctx, p.limits.Fuel)
 
 	mod, runErr := p.instantiate(ctx, p.moduleConfig(ctx, c, req.Input))
 	if runErr == nil {

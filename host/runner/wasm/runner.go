@@ -52,7 +52,7 @@ type Runner struct {
 	logger hclog.Logger
 	rt     wazero.Runtime
 	cache  wazero.CompilationCache
-	meter  *meter.Cache // instrumented modules of metered tools
+	meter  *meter.Cache // instrumented modules (interrupt.go)
 	pools  *pools       // fast-path memory pools and their budget
 
 	mu       sync.Mutex
@@ -166,14 +166,10 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if h.SHA256 != "" && !strings.EqualFold(h.SHA256, sum) {
 		return nil, fail(abi.CodeLoadError, "module %s has sha256 %s, manifest says %s", h.Module, sum, h.SHA256)
 	}
-	metered := grant.Limits.Fuel > 0
-	if metered {
-		// A metered tool runs the instrumented module (host/internal/meter),
-		// compiled and cached separately from the plain one.
-		if code, err = r.meter.Instrument(code); err != nil {
-			return nil, fail(abi.CodeLoadError, "instrument %s for fuel metering: %v", h.Module, err)
-		}
-		sum = "metered-" + sum
+	// Every tool runs instrumented: the meter is how a call is stopped at
+	// its deadline, and counts fuel (interrupt.go).
+	if code, sum, err = r.instrument(code, sum); err != nil {
+		return nil, fail(abi.CodeLoadError, "instrument %s: %v", h.Module, err)
 	}
 	if isReactor(code) {
 		// The fast path: a reactor pre-initialised once (snapshot.go).

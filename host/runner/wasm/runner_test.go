@@ -440,7 +440,7 @@ func TestPrepare_errors(t *testing.T) {
 			w.tool.Handler.Module = "link.wasm"
 		}, abi.CodeLoadError, "read module"},
 		{"digest mismatch", func(w *wasmTool) { w.tool.Handler.SHA256 = strings.Repeat("0", 64) }, abi.CodeLoadError, "sha256"},
-		{"not a module", func(w *wasmTool) { _ = os.WriteFile(filepath.Join(w.tool.Dir, "tool.wasm"), []byte("nope"), 0o644) }, abi.CodeLoadError, "compile"},
+		{"not a module", func(w *wasmTool) { _ = os.WriteFile(filepath.Join(w.tool.Dir, "tool.wasm"), []byte("nope"), 0o644) }, abi.CodeLoadError, "not a WebAssembly"},
 		{"denied tool", func(w *wasmTool) { w.grant.Denied = true }, abi.CodePermissionDenied, "denies"},
 		{"mount over /tool", func(w *wasmTool) { w.grant.Mounts = []policy.Mount{{GuestPath: "/tool", Folder: "data"}} }, abi.CodeLoadError, "guest path"},
 		{"mount leaving workspace", func(w *wasmTool) { w.grant.Mounts = []policy.Mount{{GuestPath: "/mnt", Folder: "../x"}} }, abi.CodeLoadError, "leaves"},
