@@ -1,6 +1,10 @@
 package wasm
 
-import "github.com/agenthost/agenthost/host/runner"
+import (
+	"time"
+
+	"github.com/agenthost/agenthost/host/runner"
+)
 
 // IsFast reports whether p runs on the fast path (a pre-initialised
 // reactor).
@@ -52,3 +56,16 @@ func PoolBytes(r *Runner) uint64 { return r.pools.inUse() }
 // SetCopyRestore makes r's later pools restore instances by copying the
 // snapshot instead of dropping copy-on-write pages.
 func SetCopyRestore(r *Runner) { r.pools.copyRestore = true }
+
+// WaitReady waits until p's pool has an instance ready, for up to a
+// minute, and reports whether it has.
+func WaitReady(p runner.Prepared) bool {
+	sp := p.(*prepared).fast.slots
+	for range 6000 {
+		if len(sp.ready) > 0 {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}

@@ -211,6 +211,13 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	if p.r.isClosed() {
 		return runner.Result{}, fmt.Errorf("wasm run %s: runner closed", p.toolID)
 	}
+	if p.fast != nil && p.fast.slots != nil {
+		// The fast path on a pooled instance (reuse.go); without a ready
+		// one, the call gets a fresh instance from the snapshot below.
+		if res, ok, err := p.fast.runReused(ctx, p, req); ok {
+			return res, err
+		}
+	}
 	ctx, stop, release := callContext(ctx, p.limits.Timeout)
 	defer release()
 	c, err := p.newCall(stop)

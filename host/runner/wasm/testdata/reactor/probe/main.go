@@ -14,13 +14,19 @@
 //	panic     panics                   fail   returns a tool error
 //	read      reads path               write  writes data to path
 //	recurse   recurses without end
+//	leak      opens /tmp/leak and keeps it open
+//	closefd   closes descriptor code (e.g. 1, stdout, or 3, a mount)
+//	now       returns the time and 8 random bytes
 package main
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"os"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -53,6 +59,7 @@ var (
 	static     [4096]byte
 	calls      int
 	sink       [][]byte
+	kept       *os.File
 )
 
 func main() {
@@ -132,6 +139,20 @@ func handle(_ context.Context, a in) (out, error) {
 		}
 	case "recurse":
 		o.Length = recurse(1)
+	case "leak":
+		f, err := os.Create("/tmp/leak")
+		if err != nil {
+			return o, err
+		}
+		kept = f
+	case "closefd":
+		if err := syscall.Close(a.Code); err != nil {
+			return o, err
+		}
+	case "now":
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		o.Data = time.Now().UTC().Format(time.RFC3339Nano) + " " + hex.EncodeToString(b)
 	default:
 		return o, errors.New("unknown op " + a.Op)
 	}
