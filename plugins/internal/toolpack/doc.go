@@ -3,9 +3,10 @@
 //
 // The manifests are the build list: a manifest whose handler is a wasm
 // module "<name>.wasm" is built from plugins/<name> into the manifest's
-// folder, as a command for abi "wasi-command" and with
-// -buildmode=c-shared (a reactor exporting its entry point) for abi
-// "extism". Plugin folders that no manifest refers to are reported, so no
+// folder with -buildmode=c-shared, a reactor: for abi "extism" its
+// exports are the entry points, and for abi "wasi-command" the guest SDK
+// exports agenthost_init and agenthost_call, the runner's pre-initialised
+// fast path (docs/POOLS.md). Plugin folders that no manifest refers to are reported, so no
 // tool is left unshipped by mistake; a manifest whose module has no plugin
 // folder is a third-party module and is left alone.
 package toolpack

@@ -26,9 +26,9 @@ type Target struct {
 	// "extism".
 	ABI string
 	// Reactor builds a WASI reactor (-buildmode=c-shared: _initialize
-	// instead of _start) instead of a command. Targets sets it for extism
-	// plugins; a wasi-command plugin written with abi/guest runs either
-	// way, as a reactor on the runner's fast path.
+	// instead of _start) instead of a command. Targets sets it for every
+	// plugin: extism needs it, and a wasi-command plugin written with
+	// abi/guest then runs on the runner's fast path (docs/POOLS.md).
 	Reactor bool
 }
 
@@ -90,7 +90,7 @@ func Targets(toolpacksDir, pluginsDir string) (targets []Target, unused []string
 		out := filepath.Join(filepath.Dir(p), mod)
 		t := byOut[out]
 		if t == nil {
-			t = &Target{Plugin: filepath.Join(pluginsDir, name), Out: out, ABI: m.Handler.ABI, Reactor: m.Handler.ABI == ABIExtism}
+			t = &Target{Plugin: filepath.Join(pluginsDir, name), Out: out, ABI: m.Handler.ABI, Reactor: true}
 			byOut[out] = t
 		}
 		if t.ABI != m.Handler.ABI {

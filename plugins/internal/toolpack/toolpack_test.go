@@ -53,7 +53,7 @@ func TestTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []toolpack.Target{
-		{Plugin: "plugins/echo", Out: "toolpacks/core/echo.wasm", ABI: "wasi-command",
+		{Plugin: "plugins/echo", Out: "toolpacks/core/echo.wasm", ABI: "wasi-command", Reactor: true,
 			Manifests: []string{"toolpacks/core/echo.tool.json", "toolpacks/core/echo2.tool.json"}, ToolIDs: []string{"core:echo", "core:echo2"}},
 		{Plugin: "plugins/fetch", Out: "toolpacks/web/deep/fetch.wasm", ABI: "extism", Reactor: true,
 			Manifests: []string{"toolpacks/web/deep/f.tool.json"}, ToolIDs: []string{"web:fetch"}},
