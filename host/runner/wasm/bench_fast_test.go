@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +42,7 @@ func BenchmarkFastPath(b *testing.B) {
 	b.Run("go-echo/fast-nopool", func(b *testing.B) { benchRunner(b, sdkGuest(b, echoPlugin, modeReactor), 0, benchOutput) })
 	b.Run("tiny/raw-fresh", func(b *testing.B) { benchRawFresh(b, watGuest(b, "echo")) })
 	b.Run("tiny/slow", func(b *testing.B) { benchRunner(b, watGuest(b, "echo"), 0, benchInput) })
+	b.Run("go-echo/pool-memory", benchPoolMemory)
 	for _, n := range []int{1, 2} {
 		b.Run("go-echo/fast-goroutines-"+string(rune('0'+n)), func(b *testing.B) {
 			benchThroughput(b, sdkGuest(b, echoPlugin, modeReactor), n)
@@ -185,4 +187,32 @@ func benchRawReused(b *testing.B, module string) {
 		}
 	}
 	cpu(b)
+}
+
+// benchPoolMemory reports the Go heap one pooled instance holds
+// (wazero's instance: function table, globals, WASI state) and the
+// resident pages of its copy-on-write memory once idle, measured over a
+// full pool of the echo tool.
+func benchPoolMemory(b *testing.B) {
+	module := sdkGuest(b, echoPlugin, modeReactor)
+	r := newPoolRunner(b, 64<<20)
+	e := newEnv(b)
+	// Prepare once without a pool so the compiled module is in memory.
+	_ = prepare(b, newPoolRunner(b, 0), module, e, nil)
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		p := prepare(b, r, module, e, nil)
+		if !wasm.WaitFull(p) {
+			b.Fatal("pool not full")
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		snapshot := wasm.SnapshotBytes(p)
+		perInstance := (float64(after.HeapAlloc) - float64(before.HeapAlloc) - float64(snapshot)) / wasm.PoolTarget
+		b.ReportMetric(perInstance, "heap-B/instance")
+		b.ReportMetric(float64(snapshot), "snapshot-B")
+		_ = p.(interface{ Close() error }).Close()
+	}
 }

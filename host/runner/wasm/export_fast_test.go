@@ -69,3 +69,16 @@ func WaitReady(p runner.Prepared) bool {
 	}
 	return false
 }
+
+// WaitFull waits until p's pool holds PoolTarget ready instances, for up
+// to a minute, and reports whether it does.
+func WaitFull(p runner.Prepared) bool {
+	sp := p.(*prepared).fast.slots
+	for range 6000 {
+		if len(sp.ready) == PoolTarget {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
