@@ -36,8 +36,14 @@
 // little to a guest. It also compiles natively, so a tool's logic can be
 // unit-tested on the host.
 //
+// Built with -buildmode=c-shared instead, the plugin is a WASI reactor that
+// the host starts once and snapshots (docs/ABI.md, "Fast path (reactor)"):
+// the SDK's agenthost_init export runs main, where Run records the
+// function and returns, and each call arrives through the agenthost_call
+// export, which serves stdin to stdout as above and returns the exit code.
+//
 // Plugins call only [Run]: the way a call reaches the function (a fresh
-// process reading stdin today, an exported function of a pre-initialised
-// instance later) is the SDK's business, and can change without changing
-// plugin code.
+// process reading stdin, or an exported function of a pre-initialised
+// instance) is the SDK's business, and can change without changing plugin
+// code.
 package guest
