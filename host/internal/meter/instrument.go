@@ -175,6 +175,9 @@ func parseModule(wasm []byte) (*module, error) {
 			n, err = pr.u32()
 			m.numGlobals += n
 		}
+		if err == nil && (id == secType || id == secImport || id == secFunction) && !pr.eof() {
+			err = fmt.Errorf("%d bytes after the last entry", len(payload)-pr.pos)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("section %d: %w", id, err)
 		}
@@ -381,6 +384,18 @@ func appendSection(out []byte, id byte, payload []byte) []byte {
 // input) into dst.
 func (w *rewriter) section(m *module, id byte, payload, dst []byte, typeRefill, typeSettle, typeVoid, settleImport, settleFunc uint32) ([]byte, error) {
 	r := &reader{b: payload}
+	out, err := w.sectionBody(m, id, payload, r, dst, typeRefill, typeSettle, typeVoid, settleImport, settleFunc)
+	if err == nil && !r.eof() {
+		switch id {
+		case secGlobal, secExport, secStart, secElement, secCode:
+			err = fmt.Errorf("%d bytes after the last entry", len(payload)-r.pos)
+		}
+	}
+	return out, err
+}
+
+// sectionBody does the work of section with the payload's reader r.
+func (w *rewriter) sectionBody(m *module, id byte, payload []byte, r *reader, dst []byte, typeRefill, typeSettle, typeVoid, settleImport, settleFunc uint32) ([]byte, error) {
 	count := func() (uint32, error) {
 		if payload == nil {
 			return 0, nil

@@ -101,6 +101,12 @@ func TestInstrument_rejects(t *testing.T) {
 			sec(10, vec([]byte{3, 0, 0x0b, 0x01})),
 		), "after the end"},
 		{"too many locals", oneFunc(cat([]byte{3}, uleb(1<<26), []byte{0x7f}, uleb(1<<26), []byte{0x7f}, []byte{1, 0x7f})), "too many locals"},
+		{"trailing bytes in a section", module(sec(1, vec(), []byte{0x30})), "bytes after the last entry"},
+		{"trailing bytes in the code section", module(
+			sec(1, vec([]byte{0x60, 0, 0})),
+			sec(3, vec([]byte{0})),
+			sec(10, vec([]byte{2, 0, 0x0b}), []byte{0x30}),
+		), "bytes after the last entry"},
 		{"sections out of order", module(sec(3, vec()), sec(1, vec())), "out of order"},
 		{"repeated section", module(sec(1, vec()), sec(1, vec())), "out of order"},
 		{"unknown section", module(sec(13, nil)), "unknown section"},
