@@ -2,6 +2,7 @@ package host
 
 import (
 	"github.com/agenthost/agenthost/host/audit"
+	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/runner/script"
 )
 
@@ -13,7 +14,14 @@ func (h *Host) Audit() audit.Report {
 	var entries []audit.Entry
 	for _, t := range h.reg.Tools() {
 		for _, v := range h.reg.Versions(t.ToolID) {
-			entries = append(entries, audit.Entry{Tool: v, Grant: h.grant(v), Path: v.Path})
+			g := h.grant(v)
+			e := audit.Entry{Tool: v, Grant: g, Path: v.Path}
+			if v.Handler.Type == manifest.HandlerScript {
+				for _, w := range script.Widenings(g) {
+					e.Widenings = append(e.Widenings, w.String())
+				}
+			}
+			entries = append(entries, e)
 		}
 	}
 	for _, f := range h.reg.Failures() {

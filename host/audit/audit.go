@@ -20,6 +20,10 @@ type Entry struct {
 	Grant     *policy.Grant // nil is reported as nothing granted
 	LoadError error
 	Path      string // the manifest path; "" means Tool.Path
+	// Widenings are grant rules the tool's runner can only enforce more
+	// coarsely than written (the script bridge's Landlock rules cover
+	// whole folders), each as a sentence; they are reported as a risk.
+	Widenings []string
 }
 
 // Environment describes the protections the machine offers, as probed by
@@ -148,6 +152,7 @@ const (
 	RiskNoFuel         = "no fuel limit with long timeout"
 	RiskUnpinned       = "unpinned module (no sha256)"
 	RiskDegraded       = "degraded isolation"
+	RiskWidened        = "enforced coarser than granted"
 )
 
 // LongTimeout is the timeout from which an unmetered WASM tool is flagged
@@ -183,7 +188,11 @@ func Build(entries []Entry, env Environment) Report {
 		if e.Tool == nil {
 			continue
 		}
-		r.Tools = append(r.Tools, buildTool(e.Tool, e.Grant, path, env))
+		tool := buildTool(e.Tool, e.Grant, path, env)
+		if len(e.Widenings) > 0 {
+			tool.Risks = append(tool.Risks, Risk{RiskWidened, strings.Join(e.Widenings, "; ")})
+		}
+		r.Tools = append(r.Tools, tool)
 	}
 	slices.SortStableFunc(r.Tools, func(a, b Tool) int {
 		return cmp.Or(cmp.Compare(a.ID, b.ID), compareVersions(a.Version, b.Version), cmp.Compare(a.Path, b.Path))

@@ -250,3 +250,19 @@ func TestBuild_nilGrant(t *testing.T) {
 		t.Errorf("tool without grant = %+v, want denied with nothing granted", got)
 	}
 }
+
+func TestBuild_widenings(t *testing.T) {
+	tool := &manifest.Tool{ToolID: "py:x", Version: "1.0.0", Handler: manifest.Handler{Type: manifest.HandlerScript, Language: "python", ScriptPath: "x.py"}}
+	g := &policy.Grant{ToolID: "py:x"}
+	r := audit.Build([]audit.Entry{{Tool: tool, Grant: g, Widenings: []string{"read data/*.csv is enforced as data/"}}}, audit.Environment{})
+	if len(r.Tools) != 1 || r.Summary.WithRisks != 1 {
+		t.Fatalf("report %+v", r)
+	}
+	var found bool
+	for _, risk := range r.Tools[0].Risks {
+		found = found || (risk.Flag == audit.RiskWidened && strings.Contains(risk.Detail, "data/*.csv"))
+	}
+	if !found {
+		t.Errorf("no %q risk in %+v", audit.RiskWidened, r.Tools[0].Risks)
+	}
+}
