@@ -305,8 +305,7 @@ func (w *rewriter) body(dst, code []byte, local uint32) ([]byte, error) {
 		}
 		segCost++
 		w.out = append(w.out, code[start:r.pos]...)
-		switch op {
-		case opBr, opBrIf, opBrTable, opReturn, opUnreachable:
+		if op == opReturn || op == opUnreachable {
 			closeSeg()
 			openSeg(insCharge)
 		}
