@@ -23,9 +23,11 @@ import (
 
 // prepared is one tool ready to run.
 type prepared struct {
-	r        *Runner
-	tool     string
-	grant    *policy.Grant
+	r     *Runner
+	tool  string
+	grant *policy.Grant
+	mod   *module
+	// compiled is the plain instrumented module; nil when snap is set.
 	compiled wazero.CompiledModule
 	entry    string
 	inits    []string

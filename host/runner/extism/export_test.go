@@ -22,9 +22,13 @@ func SetNetwork(r *Runner, res netguard.Resolver, dial netguard.DialFunc) (reset
 // every call gets a fresh instance.
 func Reused(ctx context.Context, p runner.Prepared) (call func(input []byte) ([]byte, *abi.Error), closeFn func(), err error) {
 	pp := p.(*prepared)
+	plain, err := pp.r.plain(ctx, pp.mod)
+	if err != nil {
+		return nil, nil, err
+	}
 	in := pp.newInstance()
 	callCtx := in.context(ctx)
-	mod, err := pp.r.rt.InstantiateModule(callCtx, pp.compiled, pp.moduleConfig(ctx, in))
+	mod, err := pp.r.rt.InstantiateModule(callCtx, plain, pp.moduleConfig(ctx, in))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -44,15 +48,20 @@ func Reused(ctx context.Context, p runner.Prepared) (call func(input []byte) ([]
 	return call, func() { mod.Close(ctx) }, nil
 }
 
-// FreshPhases creates one fresh instance of p the way Run does and
-// returns how long instantiation and the runtime initialisers took, for
-// the benchmark that shows what a pre-initialised snapshot would save.
+// FreshPhases creates one fresh instance of p the way Run does without a
+// snapshot and returns how long instantiation and the runtime
+// initialisers took, for the benchmark that shows what a pre-initialised
+// snapshot saves.
 func FreshPhases(ctx context.Context, p runner.Prepared) (instantiate, initialise time.Duration, err error) {
 	pp := p.(*prepared)
+	plain, err := pp.r.plain(ctx, pp.mod)
+	if err != nil {
+		return 0, 0, err
+	}
 	in := pp.newInstance()
 	callCtx := in.context(ctx)
 	start := time.Now()
-	mod, err := pp.r.rt.InstantiateModule(callCtx, pp.compiled, pp.moduleConfig(ctx, in))
+	mod, err := pp.r.rt.InstantiateModule(callCtx, plain, pp.moduleConfig(ctx, in))
 	if err != nil {
 		return 0, 0, err
 	}

@@ -36,11 +36,11 @@ type guestSource struct {
 var (
 	testGuests = []guestSource{
 		{"probe", "./host/runner/extism/testdata/probe", true},
-		{"echo", "./host/runner/extism/testdata/echo", true},
 		{"web-fetch", "./plugins/web-fetch", true},
 		{"web-links", "./plugins/web-links", true},
 	}
 	benchGuests = []guestSource{
+		{"echo", "./host/runner/extism/testdata/echo", true},
 		{"rawecho", "./host/runner/extism/testdata/rawecho", true},
 		{"wasiecho", "./host/runner/extism/testdata/wasiecho", false},
 	}

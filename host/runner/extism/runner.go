@@ -57,7 +57,7 @@ type Runner struct {
 	rt    wazero.Runtime
 
 	mu      sync.Mutex
-	modules map[string]wazero.CompiledModule
+	modules map[string]*module
 
 	// Network seams for tests (export_test.go); nil means the defaults.
 	resolver netguard.Resolver
@@ -105,7 +105,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		cache:   cache,
 		meter:   meter.NewCache(opts.CacheDir),
 		rt:      rt,
-		modules: make(map[string]wazero.CompiledModule),
+		modules: make(map[string]*module),
 	}, nil
 }
 
@@ -157,8 +157,27 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if h.SHA256 != "" && !strings.EqualFold(h.SHA256, digest) {
 		return nil, loadErr(tool, "module %s has sha256 %s, manifest says %s", h.Module, digest, h.SHA256)
 	}
-	compiled, err := r.compile(ctx, digest, code)
+	mod, err := r.module(digest, code)
 	if err != nil {
+		return nil, loadErr(tool, "%s: %s", h.Module, err.Error())
+	}
+	// Default grants run from a pre-initialised snapshot when the module
+	// allows it (snapshot.go); metered and deterministic calls run the
+	// initialiser themselves, so their fuel and clocks are exactly those of
+	// a fresh instance.
+	var stripped *strippedModule
+	if grant.Limits.Fuel == 0 && !grant.Limits.Deterministic && !grant.Denied {
+		if stripped, err = r.stripped(ctx, mod); err != nil {
+			r.log.Debug("no snapshot; each call runs the initialiser", "tool", tool.ToolID, "reason", err)
+		}
+	}
+	var compiled wazero.CompiledModule
+	if stripped != nil {
+		compiled = stripped.compiled
+	} else if compiled, err = r.plain(ctx, mod); err != nil {
+		return nil, loadErr(tool, "%s: %s", h.Module, err.Error())
+	}
+	if err := checkImports(compiled); err != nil {
 		return nil, loadErr(tool, "%s: %s", h.Module, err.Error())
 	}
 	entry := h.EntryPoint
@@ -182,26 +201,25 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 		maxHTTP = netguard.DefaultMaxResponseBytes
 	}
 	p := &prepared{
-		r:        r,
-		tool:     tool.ToolID,
-		grant:    grant,
-		compiled: compiled,
-		entry:    entry,
-		inits:    initFuncs(compiled),
-		config:   config,
-		maxHTTP:  maxHTTP,
-		seed:     int64(binary.BigEndian.Uint64(sum[:8])),
-		log:      r.log.With("tool", tool.ToolID),
+		r:       r,
+		tool:    tool.ToolID,
+		grant:   grant,
+		mod:     mod,
+		entry:   entry,
+		inits:   initFuncs(compiled),
+		config:  config,
+		maxHTTP: maxHTTP,
+		seed:    int64(binary.BigEndian.Uint64(sum[:8])),
+		log:     r.log.With("tool", tool.ToolID),
 	}
-	// Metered and deterministic calls run the initialiser themselves, so
-	// their fuel and clocks are exactly those of a fresh instance.
-	if grant.Limits.Fuel == 0 && !grant.Limits.Deterministic && !grant.Denied && len(p.inits) > 0 {
-		metered, err := r.meter.Instrument(code)
-		if err == nil {
-			p.snap, err = p.takeSnapshot(ctx, metered)
-		}
-		if err != nil {
+	if stripped != nil {
+		if p.snap, err = p.takeSnapshot(ctx, stripped); err != nil {
 			p.log.Debug("no snapshot; each call runs the initialiser", "reason", err)
+		}
+	}
+	if p.snap == nil {
+		if p.compiled, err = r.plain(ctx, mod); err != nil {
+			return nil, loadErr(tool, "%s: %s", h.Module, err.Error())
 		}
 	}
 	return p, nil
@@ -225,35 +243,58 @@ func modulePath(tool *manifest.Tool) (string, error) {
 	return p, nil
 }
 
-// compile checks the imports of code, instruments it and returns the
-// compiled module for digest, doing the work once per digest.
-func (r *Runner) compile(ctx context.Context, digest string, code []byte) (wazero.CompiledModule, error) {
+// module is one plugin module, by digest: its instrumented bytes and
+// the variants compiled so far (each at most once per Runner).
+type module struct {
+	metered []byte
+	// plain is the instrumented module as is (nil until needed).
+	plain wazero.CompiledModule
+	// stripped is the variant snapshots run (snapshot.go); strippedErr
+	// says why there is none once tried.
+	stripped    *strippedModule
+	strippedErr error
+}
+
+// module instruments code (host/internal/meter adds fuel metering and
+// cheap interruption) once per digest.
+func (r *Runner) module(digest string, code []byte) (*module, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.modules[digest]; ok {
-		return c, nil
-	}
-	// The plugin's own imports are checked before instrumentation adds
-	// the meter's.
-	plain, err := r.rt.CompileModule(ctx, code)
-	if err != nil {
-		return nil, fmt.Errorf("compile: %w", err)
-	}
-	err = checkImports(plain)
-	plain.Close(ctx)
-	if err != nil {
-		return nil, err
+	if m, ok := r.modules[digest]; ok {
+		return m, nil
 	}
 	metered, err := r.meter.Instrument(code)
 	if err != nil {
 		return nil, fmt.Errorf("instrument: %w", err)
 	}
-	c, err := r.rt.CompileModule(ctx, metered)
-	if err != nil {
-		return nil, fmt.Errorf("compile instrumented module: %w", err)
+	m := &module{metered: metered}
+	r.modules[digest] = m
+	return m, nil
+}
+
+// plain returns m's instrumented module compiled, compiling it once.
+func (r *Runner) plain(ctx context.Context, m *module) (wazero.CompiledModule, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m.plain == nil {
+		c, err := r.rt.CompileModule(ctx, m.metered)
+		if err != nil {
+			return nil, fmt.Errorf("compile: %w", err)
+		}
+		m.plain = c
 	}
-	r.modules[digest] = c
-	return c, nil
+	return m.plain, nil
+}
+
+// stripped returns m's snapshot variant, building it once; the error
+// says why the module has none.
+func (r *Runner) stripped(ctx context.Context, m *module) (*strippedModule, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m.stripped == nil && m.strippedErr == nil {
+		m.stripped, m.strippedErr = stripModule(ctx, r.rt, m.metered)
+	}
+	return m.stripped, m.strippedErr
 }
 
 // checkImports refuses imports this host does not provide, so a plugin

@@ -41,20 +41,40 @@ type snapshotGlobal struct {
 	value uint64
 }
 
-// takeSnapshot builds the snapshot of code (the instrumented module) for
-// p, or returns an error saying why the module does not qualify; the
-// caller then runs the initialiser on every call instead.
-//
-// It qualifies when its only initialiser is _initialize (a WASI reactor,
-// e.g. a Go or Rust plugin), it defines its one memory (imports none),
-// and its data segments are active with constant offsets.
-func (p *prepared) takeSnapshot(ctx context.Context, code []byte) (*snapshot, error) {
-	if len(p.inits) != 1 || p.inits[0] != "_initialize" {
-		return nil, fmt.Errorf("initialisers %v are not a lone _initialize", p.inits)
-	}
+// strippedModule is a module rewritten for snapshots: no data segments
+// (kept here to be written into the template by hand) and every mutable
+// global exported under snapshotGlobalPrefix.
+type strippedModule struct {
+	compiled wazero.CompiledModule
+	segments []dataSegment
+	globals  []string
+}
+
+// dataSegment is an active data segment with a constant offset.
+type dataSegment struct {
+	offset uint32
+	init   []byte
+}
+
+// stripModule rewrites code (the instrumented module) for snapshots, or
+// says why it does not qualify: a snapshot needs a WASI reactor whose only
+// initialiser is _initialize (Go, Rust reactors; not Haskell's hs_init),
+// a memory it defines itself, and active data segments with constant
+// offsets.
+func stripModule(ctx context.Context, rt wazero.Runtime, code []byte) (*strippedModule, error) {
 	m, err := binary.DecodeModule(code, wasm.CoreFeaturesV2)
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
+	}
+	reactor := false
+	for _, e := range m.ExportSection {
+		if e.Type == wasm.ExternTypeFunc && e.Name == "hs_init" {
+			return nil, fmt.Errorf("a Haskell runtime (hs_init)")
+		}
+		reactor = reactor || (e.Type == wasm.ExternTypeFunc && e.Name == "_initialize")
+	}
+	if !reactor {
+		return nil, fmt.Errorf("no _initialize to snapshot")
 	}
 	importedGlobals := 0
 	for _, imp := range m.ImportSection {
@@ -71,11 +91,7 @@ func (p *prepared) takeSnapshot(ctx context.Context, code []byte) (*snapshot, er
 	if m.DataCountSection != nil {
 		return nil, fmt.Errorf("data count section (bulk memory data segments)")
 	}
-	type segment struct {
-		offset uint32
-		init   []byte
-	}
-	var segments []segment
+	s := &strippedModule{}
 	for _, d := range m.DataSection {
 		e := d.OffsetExpression
 		if e == nil || e.Opcode != wasm.OpcodeI32Const {
@@ -85,57 +101,58 @@ func (p *prepared) takeSnapshot(ctx context.Context, code []byte) (*snapshot, er
 		if err != nil {
 			return nil, fmt.Errorf("data segment offset: %w", err)
 		}
-		segments = append(segments, segment{offset: uint32(off), init: d.Init})
+		s.segments = append(s.segments, dataSegment{offset: uint32(off), init: d.Init})
 	}
-	var names []string
 	for i, g := range m.GlobalSection {
 		if !g.Type.Mutable {
 			continue
 		}
 		name := snapshotGlobalPrefix + strconv.Itoa(i)
 		m.ExportSection = append(m.ExportSection, &wasm.Export{Type: wasm.ExternTypeGlobal, Name: name, Index: wasm.Index(importedGlobals + i)})
-		names = append(names, name)
+		s.globals = append(s.globals, name)
 	}
 	m.DataSection = nil
-	s := &snapshot{}
-	if s.compiled, err = p.r.rt.CompileModule(ctx, binary.EncodeModule(m)); err != nil {
+	if s.compiled, err = rt.CompileModule(ctx, binary.EncodeModule(m)); err != nil {
 		return nil, fmt.Errorf("compile: %w", err)
 	}
-	fail := func(err error) (*snapshot, error) {
-		s.compiled.Close(ctx)
-		return nil, err
-	}
+	return s, nil
+}
 
-	// Initialise a template instance under the grant's environment: the
-	// data segments by hand, then _initialize.
+// takeSnapshot initialises a template instance of st under p's grant (the
+// data segments by hand, then _initialize) and keeps its memory and
+// mutable globals.
+func (p *prepared) takeSnapshot(ctx context.Context, st *strippedModule) (*snapshot, error) {
+	if len(p.inits) != 1 || p.inits[0] != "_initialize" {
+		return nil, fmt.Errorf("initialisers %v are not a lone _initialize", p.inits)
+	}
 	ictx, cancel := context.WithTimeout(ctx, snapshotInitTimeout)
 	defer cancel()
 	in := p.newInstance()
 	in.mem.limit = 0
 	callCtx := in.context(ictx)
-	tmpl, err := p.r.rt.InstantiateModule(callCtx, s.compiled, p.moduleConfig(ictx, in))
+	tmpl, err := p.r.rt.InstantiateModule(callCtx, st.compiled, p.moduleConfig(ictx, in))
 	if err != nil {
-		return fail(fmt.Errorf("instantiate template: %w", err))
+		return nil, fmt.Errorf("instantiate template: %w", err)
 	}
 	defer tmpl.Close(ctx)
 	mem := tmpl.Memory()
-	for _, seg := range segments {
+	for _, seg := range st.segments {
 		if !mem.Write(seg.offset, seg.init) {
-			return fail(fmt.Errorf("data segment at %d out of memory", seg.offset))
+			return nil, fmt.Errorf("data segment at %d out of memory", seg.offset)
 		}
 	}
 	if _, err := tmpl.ExportedFunction("_initialize").Call(callCtx); err != nil {
-		return fail(fmt.Errorf("initialise template: %w", err))
+		return nil, fmt.Errorf("initialise template: %w", err)
 	}
 	view, ok := mem.Read(0, mem.Size())
 	if !ok {
-		return fail(fmt.Errorf("read template memory"))
+		return nil, fmt.Errorf("read template memory")
 	}
-	s.memory = append([]byte(nil), view...)
-	for _, name := range names {
+	s := &snapshot{compiled: st.compiled, memory: append([]byte(nil), view...)}
+	for _, name := range st.globals {
 		g := tmpl.ExportedGlobal(name)
 		if g == nil {
-			return fail(fmt.Errorf("global %s not exported", name))
+			return nil, fmt.Errorf("global %s not exported", name)
 		}
 		s.globals = append(s.globals, snapshotGlobal{name: name, value: g.Get()})
 	}
