@@ -70,7 +70,7 @@ func TestAdversarial(t *testing.T) {
 		return func(t testing.TB) string { return watGuest(t, name) }
 	}
 	probe := func(t testing.TB) string { return goGuest(t, "goprobe") }
-	short := func(g *policy.Grant) { g.Limits.Timeout = 300 * time.Millisecond }
+	short := func(g *policy.Grant) { g.Limits.Timeout = time.Second }
 	ops := func(strict bool, o ...string) string {
 		return `{"strict":` + map[bool]string{true: "true", false: "false"}[strict] + `,"ops":[` + strings.Join(o, ",") + `]}`
 	}
