@@ -2,8 +2,9 @@
 // the digests of the committed manifests against the fresh builds, and
 // runs every example of the wasi-command tools on raw wazero (no agenthost
 // runner), with plugins/testdata/workspace mounted read-only at
-// /workspace, the manifest's folder at /tool and a scratch folder at /tmp,
-// both as commands and, for some, as reactors (the runner's fast path).
+// /workspace, the manifest's folder at /tool and a scratch folder at /tmp:
+// as the reactors `make toolpacks` builds (the runner's fast path) and, for
+// some, as commands.
 // (Extism plugins are run by host/runner/extism's tests.)
 package plugins_test
 
@@ -157,11 +158,11 @@ func TestToolpacks(t *testing.T) {
 	}
 }
 
-// TestReactorBuilds builds some plugins as WASI reactors (the runner's
-// fast path) and runs their examples through _initialize, agenthost_init
-// and agenthost_call: the same plugin source must behave the same either
+// TestCommandBuilds builds some plugins as WASI commands (_start, the
+// runner's slow path) instead of the reactors `make toolpacks` builds, and
+// runs their examples: the same plugin source must behave the same either
 // way.
-func TestReactorBuilds(t *testing.T) {
+func TestCommandBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("building the plugins for wasip1 is slow; skipped with -short")
 	}
@@ -169,7 +170,7 @@ func TestReactorBuilds(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"echo", "fs-read", "json-query"} {
 		t.Run(name, func(t *testing.T) {
-			tg := toolpack.Target{Plugin: filepath.Join("plugins", name), ABI: toolpack.ABIWasiCommand, Reactor: true}
+			tg := toolpack.Target{Plugin: filepath.Join("plugins", name), ABI: toolpack.ABIWasiCommand}
 			file := filepath.Join(dir, name+".wasm")
 			if err := toolpack.Build(context.Background(), "..", tg, file); err != nil {
 				t.Fatal(err)
