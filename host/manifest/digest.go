@@ -15,7 +15,8 @@ import (
 // (every other byte, including formatting and key order, is kept). When
 // the handler has no sha256 member yet, one is inserted right after
 // "module", copying the file's indentation. It reports whether the file
-// changed. The module must pass the same path checks as in [Load]. The
+// changed; a manifest of another handler type is left alone (changed is
+// false, err nil). The module must pass the same path checks as in [Load]. The
 // Makefile's toolpacks target calls it (through agenthost validate
 // --write-digests) after rebuilding the plugins.
 func WriteDigest(manifestPath string) (changed bool, err error) {
@@ -32,8 +33,8 @@ func WriteDigest(manifestPath string) (changed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if t.Handler.Type != HandlerWasm {
-		return false, newError(t.Path, "/handler/type", fmt.Sprintf("handler type %q has no sha256", t.Handler.Type), nil)
+	if t.Handler.Type != HandlerWasm { // only wasm handlers carry a digest: nothing to write
+		return false, nil
 	}
 	file, err := ResolveInside(t.Dir, t.Handler.Module)
 	if err != nil {

@@ -268,7 +268,6 @@ func TestWriteDigest(t *testing.T) {
 		{name: "missing digest inserted", content: missing, changed: true, want: func(sum string) string {
 			return strings.Replace(missing, `"stats.wasm",`, `"stats.wasm",`+"\n\t\t\"sha256\" : \""+sum+"\",", 1)
 		}},
-		{name: "not wasm", content: `{"toolId":"text:stats","displayName":"S","description":"C.","version":"1.0.0","handler":{"type":"service-method","serviceName":"a","methodName":"b"}}`, err: "has no sha256"},
 		{name: "invalid manifest", content: `{"toolId":"text:stats"}`, err: "missing required field"},
 	}
 	for _, tc := range tests {
@@ -310,5 +309,20 @@ func TestWriteDigest(t *testing.T) {
 				t.Errorf("temporary files left behind: %v", entries)
 			}
 		})
+	}
+}
+
+// TestWriteDigest_notWasm: only wasm handlers carry a digest; other
+// manifests are left byte for byte as they are.
+func TestWriteDigest_notWasm(t *testing.T) {
+	const content = `{"toolId":"text:stats","displayName":"S","description":"C.","version":"1.0.0","handler":{"type":"service-method","serviceName":"a","methodName":"b"}}`
+	p := filepath.Join(t.TempDir(), "svc.tool.json")
+	writeFile(t, p, content)
+	changed, err := manifest.WriteDigest(p)
+	if err != nil || changed {
+		t.Fatalf("WriteDigest = %v, %v; want unchanged, nil", changed, err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != content {
+		t.Errorf("file changed:\n%s", got)
 	}
 }
