@@ -118,12 +118,12 @@ func runnerKey(t *manifest.Tool) string {
 // startRunners builds the runner set from a map keyed by handler type; no
 // global registration.
 func (h *Host) startRunners(ctx context.Context) error {
-	wr, err := wasm.New(ctx, wasm.Options{Logger: h.log.Named("runner.wasm"), CacheDir: filepath.Join(h.opts.CacheDir, "wazero")})
+	wr, err := wasm.New(ctx, wasm.Options{Logger: h.log, CacheDir: filepath.Join(h.opts.CacheDir, "wazero"), PoolMemoryBytes: h.policy.PoolMemoryBytes()})
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
 	h.closers = append(h.closers, wr.Close)
-	er, err := extism.New(ctx, extism.Options{Logger: h.log.Named("runner.extism"), CacheDir: filepath.Join(h.opts.CacheDir, "wazero")})
+	er, err := extism.New(ctx, extism.Options{Logger: h.log, CacheDir: filepath.Join(h.opts.CacheDir, "wazero")})
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
