@@ -44,7 +44,7 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 		rm       *reactorModule
 		restore  bool
 		sysClock bool
-	}{{"reused", plain, false, false}, {"restored", plain, true, false}, {"restored-metered", metered, true, false}, {"reused-sysclock", plain, false, true}, {"restored-sysclock", plain, true, true}} {
+	}{{"reused-original", &reactorModule{code: code}, false, false}, {"reused-metered", metered, false, false}, {"reused", plain, false, false}, {"restored", plain, true, false}, {"restored-metered", metered, true, false}, {"reused-sysclock", plain, false, true}, {"restored-sysclock", plain, true, true}} {
 		rm, restore, sysClock := tc.rm, tc.restore, tc.sysClock
 		b.Run(tc.name, func(b *testing.B) {
 			ctx := meter.WithBudget(context.Background(), &meter.Budget{})
@@ -56,7 +56,10 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 			}
 			in := &bytes.Reader{}
 			var out bytes.Buffer
-			mem := &snapshotAllocator{cap: &memoryCap{limit: 1 << 30}, pool: constantSource(rm.initial)}
+			var mem experimental.MemoryAllocator = &snapshotAllocator{cap: &memoryCap{limit: 1 << 30}, pool: constantSource(rm.initial)}
+			if rm.initial == nil {
+				mem = &memoryCap{limit: 1 << 30}
+			}
 			cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().WithStdin(in).WithStdout(&out)
 			if sysClock {
 				cfg = cfg.WithSysNanotime().WithSysWalltime()
@@ -100,6 +103,6 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 	}
 }
 
-func experimentalAlloc(ctx context.Context, a *snapshotAllocator) context.Context {
+func experimentalAlloc(ctx context.Context, a experimental.MemoryAllocator) context.Context {
 	return experimental.WithMemoryAllocator(ctx, a)
 }

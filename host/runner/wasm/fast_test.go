@@ -378,3 +378,20 @@ func reverse(s string) string {
 	}
 	return string(b)
 }
+
+// TestFastPath_noCollectionPerCall checks that calls do not inherit a
+// pending collection from the snapshot: the collection count a call sees
+// is the same every time.
+func TestFastPath_noCollectionPerCall(t *testing.T) {
+	r := newPoolRunner(t, 64<<20)
+	p := prepare(t, r, probeGuest(t, modeReactor), newEnv(t), nil)
+	first := decodeProbe(t, run(t, p, `{"op":"gcstats"}`)).Data
+	if !strings.HasPrefix(first, "numgc=") {
+		t.Fatalf("gcstats %q", first)
+	}
+	for range PoolTargetCalls {
+		if got := decodeProbe(t, run(t, p, `{"op":"gcstats"}`)).Data; got != first {
+			t.Fatalf("gcstats %q, then %q", first, got)
+		}
+	}
+}

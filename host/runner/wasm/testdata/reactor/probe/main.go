@@ -17,6 +17,7 @@
 //	leak      opens /tmp/leak and keeps it open
 //	closefd   closes descriptor code (e.g. 1, stdout, or 3, a mount)
 //	now       returns the time and 8 random bytes
+//	gcstats   returns the runtime's collection count and heap figures
 package main
 
 import (
@@ -25,7 +26,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 	"time"
 	"unsafe"
@@ -149,6 +152,10 @@ func handle(_ context.Context, a in) (out, error) {
 		if err := syscall.Close(a.Code); err != nil {
 			return o, err
 		}
+	case "gcstats":
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		o.Data = fmt.Sprintf("numgc=%d heap=%d next=%d sys=%d", ms.NumGC, ms.HeapAlloc, ms.NextGC, ms.Sys)
 	case "now":
 		b := make([]byte, 8)
 		_, _ = rand.Read(b)
