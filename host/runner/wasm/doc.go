@@ -16,5 +16,12 @@
 //     sleeps), a per-call memory cap, a stdout cap, and stderr collected
 //     as log lines under 64 KiB.
 //
+// A tool built as a reactor (exports _initialize, agenthost_init and
+// agenthost_call, as the guest SDK's -buildmode=c-shared builds do) takes
+// the fast path: its start-up runs once at Prepare, and every call starts
+// from a snapshot of that state, on a pooled instance reset after each
+// call or on a fresh instance (snapshot.go, reuse.go, pool.go;
+// docs/POOLS.md). Options.PoolMemoryBytes bounds the pools.
+//
 // See docs/RUNNER.md for how each error code is detected.
 package wasm
