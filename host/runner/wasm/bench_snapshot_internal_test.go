@@ -44,8 +44,18 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 		rm       *reactorModule
 		restore  bool
 		sysClock bool
-	}{{"reused-original", &reactorModule{code: code}, false, false}, {"reused-metered", metered, false, false}, {"reused", plain, false, false}, {"restored", plain, true, false}, {"restored-metered", metered, true, false}, {"reused-sysclock", plain, false, true}, {"restored-sysclock", plain, true, true}} {
-		rm, restore, sysClock := tc.rm, tc.restore, tc.sysClock
+		mounts   bool
+	}{
+		{name: "reused-original", rm: &reactorModule{code: code}},
+		{name: "reused-metered", rm: metered},
+		{name: "reused", rm: plain},
+		{name: "restored", rm: plain, restore: true},
+		{name: "restored-metered", rm: metered, restore: true},
+		{name: "reused-sysclock", rm: plain, sysClock: true},
+		{name: "restored-sysclock", rm: plain, restore: true, sysClock: true},
+		{name: "restored-metered-mounts", rm: metered, restore: true, sysClock: true, mounts: true},
+	} {
+		rm, restore, sysClock, mounts := tc.rm, tc.restore, tc.sysClock, tc.mounts
 		b.Run(tc.name, func(b *testing.B) {
 			ctx := meter.WithBudget(context.Background(), &meter.Budget{})
 			rt := wazero.NewRuntime(ctx)
@@ -63,6 +73,13 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 			cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().WithStdin(in).WithStdout(&out)
 			if sysClock {
 				cfg = cfg.WithSysNanotime().WithSysWalltime()
+			}
+			if mounts {
+				fsc := wazero.NewFSConfig()
+				for _, g := range []string{"/", "/workspace", "/tool", "/cache", "/tmp"} {
+					fsc = fsc.WithDirMount(b.TempDir(), g)
+				}
+				cfg = cfg.WithFSConfig(fsc)
 			}
 			m, err := rt.InstantiateWithConfig(experimentalAlloc(ctx, mem), rm.code, cfg)
 			if err != nil {
