@@ -3,25 +3,28 @@ module github.com/agenthost/agenthost
 go 1.26.8
 
 require (
-	github.com/beevik/etree v1.8.1 // indirect
+	github.com/beevik/etree v1.8.1
+	github.com/extism/go-sdk v1.7.1
+	github.com/hashicorp/go-hclog v1.6.3
+	github.com/itchyny/gojq v0.12.20
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/tetratelabs/wabin v0.0.0-20230304001439-f6f874872834
+	github.com/tetratelabs/wazero v1.12.0
+	golang.org/x/sys v0.49.0
+	golang.org/x/text v0.17.0
+	golang.org/x/tools v0.52.0
+	sigs.k8s.io/yaml v1.6.0
+)
+
+require (
 	github.com/dylibso/observe-sdk/go v0.0.0-20240819160327-2d926c5d788a // indirect
-	github.com/extism/go-sdk v1.7.1 // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
-	github.com/hashicorp/go-hclog v1.6.3 // indirect
 	github.com/ianlancetaylor/demangle v0.0.0-20240805132620-81f5be970eca // indirect
-	github.com/itchyny/gojq v0.12.20 // indirect
 	github.com/itchyny/timefmt-go v0.1.9 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	github.com/tetratelabs/wabin v0.0.0-20230304001439-f6f874872834 // indirect
-	github.com/tetratelabs/wazero v1.12.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.3.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.17.0 // indirect
-	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/protobuf v1.34.2 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )
