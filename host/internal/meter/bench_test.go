@@ -28,10 +28,8 @@ import (
 const benchTimeout = 10 * time.Minute
 
 type benchGuest struct {
-	name string
 	wasm func(testing.TB) []byte
 	run  func(ctx context.Context, r wazero.Runtime, c wazero.CompiledModule) error
-	want string
 }
 
 // interruptCase is one way of running a guest.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -16,7 +15,7 @@ import (
 // SDK in the module cache.
 func extismPlugins(tb testing.TB) []string {
 	tb.Helper()
-	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-m", "-f", "{{.Dir}}", "github.com/extism/go-sdk").Output()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/extism/go-sdk").Output()
 	if err != nil {
 		tb.Fatalf("locate extism go-sdk: %v", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/agenthost/agenthost/host/internal/meter"
@@ -39,7 +38,7 @@ func goGuest(tb testing.TB, name string) []byte {
 	if b, err := os.ReadFile(out); err == nil {
 		return b
 	}
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", out, "./testdata/"+name)
+	cmd := exec.Command("go", "build", "-o", out, "./testdata/"+name)
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("build guest %s: %v\n%s", name, err, msg)
