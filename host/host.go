@@ -154,6 +154,10 @@ func (h *Host) Load(dir string) error {
 // by ID.
 func (h *Host) Tools() []*manifest.Tool { return h.reg.Tools() }
 
+// Filter returns the loaded tools in namespace (when not "") carrying tag
+// (when not ""), sorted by ID.
+func (h *Host) Filter(namespace, tag string) []*manifest.Tool { return h.reg.Filter(namespace, tag) }
+
 // Tool returns the tool with the given ID ("id" or "id@version"). Its error
 // is an *abi.Error: UNKNOWN_TOOL with suggestions, or LOAD_ERROR.
 func (h *Host) Tool(id string) (*manifest.Tool, error) { return h.reg.Lookup(id) }

@@ -10,8 +10,12 @@ import (
 
 func listCommand() command {
 	return command{
-		name: "list", usage: "list [--json]", summary: "list the loaded tools: id, version, handler, tags",
-		flags: func(fs *flag.FlagSet, e *env) { fs.BoolVar(&e.asJSON, "json", false, "print JSON") },
+		name: "list", usage: "list [--json] [--namespace NS] [--tag TAG]", summary: "list the loaded tools: id, version, handler, tags",
+		flags: func(fs *flag.FlagSet, e *env) {
+			fs.BoolVar(&e.asJSON, "json", false, "print JSON")
+			fs.StringVar(&e.namespace, "namespace", "", "only tools in this namespace")
+			fs.StringVar(&e.tag, "tag", "", "only tools with this tag")
+		},
 		run:   runList,
 	}
 }
@@ -34,7 +38,7 @@ func runList(ctx context.Context, e *env, args []string) error {
 	}
 	defer h.Close(ctx)
 	tools := []listedTool{}
-	for _, t := range h.Tools() {
+	for _, t := range h.Filter(e.namespace, e.tag) {
 		handler := t.Handler.Type
 		switch {
 		case t.Handler.ABI != "":

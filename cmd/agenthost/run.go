@@ -38,6 +38,8 @@ type env struct {
 
 	// per-command flags
 	asJSON       bool
+	namespace    string
+	tag          string
 	format       string
 	compact      bool
 	writeDigests bool
