@@ -39,7 +39,7 @@ type handler func(ctx context.Context, args []byte) ([]byte, error)
 // returns, and each call then reaches fn through agenthost_call.
 func Run[In, Out any](fn func(ctx context.Context, in In) (Out, error)) {
 	h := typed(fn)
-	if register(h) {
+	if register(h, warmTypes[In, Out]) {
 		return
 	}
 	os.Exit(serve(context.Background(), os.Stdin, os.Stdout, h))
@@ -86,6 +86,19 @@ func typed[In, Out any](fn func(ctx context.Context, in In) (Out, error)) handle
 		}
 		return encode(res)
 	}
+}
+
+// warmTypes encodes a zero Out and decodes an empty object into an In,
+// so that encoding/json has built its per-type state for both: a reactor
+// build does it before the host's snapshot (reactor_wasip1.go). fn is not
+// called. A type whose JSON methods fail or panic on a zero value is
+// skipped; its state is then built by each call.
+func warmTypes[In, Out any]() {
+	defer func() { _ = recover() }()
+	var out Out
+	_, _ = encode(out)
+	var in In
+	_ = decode([]byte("{}"), &in)
 }
 
 // serve runs h on all of r and writes the result or the error object to w.

@@ -36,8 +36,11 @@ func BenchmarkFastPath(b *testing.B) {
 	b.Run("go-echo/raw-reused", func(b *testing.B) { benchRawReused(b, sdkGuest(b, echoPlugin, modeReactor)) })
 	b.Run("go-echo/slow", func(b *testing.B) { benchRunner(b, sdkGuest(b, echoPlugin, modeCommand), 0, benchOutput) })
 	b.Run("go-echo/fast", func(b *testing.B) { benchRunner(b, sdkGuest(b, echoPlugin, modeReactor), 64<<20, benchOutput) })
+	b.Run("go-echo/fast-droprestore", func(b *testing.B) {
+		benchRunnerWith(b, sdkGuest(b, echoPlugin, modeReactor), 64<<20, benchOutput, wasm.SetDropRestore)
+	})
 	b.Run("go-echo/fast-copyrestore", func(b *testing.B) {
-		benchRunner(b, sdkGuest(b, echoPlugin, modeReactor), -(64 << 20), benchOutput)
+		benchRunnerWith(b, sdkGuest(b, echoPlugin, modeReactor), 64<<20, benchOutput, wasm.SetCopyRestore)
 	})
 	b.Run("go-echo/fast-nopool", func(b *testing.B) { benchRunner(b, sdkGuest(b, echoPlugin, modeReactor), 0, benchOutput) })
 	b.Run("tiny/raw-fresh", func(b *testing.B) { benchRawFresh(b, watGuest(b, "echo")) })
@@ -50,12 +53,17 @@ func BenchmarkFastPath(b *testing.B) {
 	}
 }
 
-// benchRunner measures Prepared.Run; a negative budget is that budget
-// with instances restored by copying.
-func benchRunner(b *testing.B, module string, budget int64, want []byte) {
-	r := newPoolRunner(b, uint64(max(budget, -budget)))
-	if budget < 0 {
-		wasm.SetCopyRestore(r)
+// benchRunner measures Prepared.Run with a pool budget.
+func benchRunner(b *testing.B, module string, budget uint64, want []byte) {
+	benchRunnerWith(b, module, budget, want, nil)
+}
+
+// benchRunnerWith is benchRunner with set (a restore mode) applied to the
+// runner first.
+func benchRunnerWith(b *testing.B, module string, budget uint64, want []byte, set func(*wasm.Runner)) {
+	r := newPoolRunner(b, budget)
+	if set != nil {
+		set(r)
 	}
 	p := prepare(b, r, module, newEnv(b), nil)
 	if size := wasm.SnapshotBytes(p); size > 0 {

@@ -45,17 +45,22 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 		restore  bool
 		sysClock bool
 		mounts   bool
+		diff     bool // restore only the bytes that differ (restoreDirty)
+		flush    bool // reused, but with the CPU caches flushed before each call
 	}{
 		{name: "reused-original", rm: &reactorModule{code: code}},
 		{name: "reused-metered", rm: metered},
 		{name: "reused", rm: plain},
 		{name: "restored", rm: plain, restore: true},
 		{name: "restored-metered", rm: metered, restore: true},
+		{name: "restored-diff", rm: plain, restore: true, diff: true},
+		{name: "restored-metered-diff", rm: metered, restore: true, diff: true},
+		{name: "reused-flushed", rm: plain, flush: true},
 		{name: "reused-sysclock", rm: plain, sysClock: true},
 		{name: "restored-sysclock", rm: plain, restore: true, sysClock: true},
 		{name: "restored-metered-mounts", rm: metered, restore: true, sysClock: true, mounts: true},
 	} {
-		rm, restore, sysClock, mounts := tc.rm, tc.restore, tc.sysClock, tc.mounts
+		rm, restore, sysClock, mounts, diff, flush := tc.rm, tc.restore, tc.sysClock, tc.mounts, tc.diff, tc.flush
 		b.Run(tc.name, func(b *testing.B) {
 			ctx := meter.WithBudget(context.Background(), &meter.Budget{})
 			rt := wazero.NewRuntime(ctx)
@@ -85,7 +90,10 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, fn := range []string{exportInitialize, exportInit} {
+			for _, fn := range []string{exportInitialize, exportInit, exportWarm} {
+				if m.ExportedFunction(fn) == nil && fn == exportWarm {
+					continue
+				}
 				if _, err := m.ExportedFunction(fn).Call(ctx); err != nil {
 					b.Fatal(err)
 				}
@@ -100,11 +108,24 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 			}
 			call := m.ExportedFunction(exportCall)
 			input := []byte(`{"message":"hello, world","n":42,"tags":["a","b"]}`)
+			flushBuf := make([]byte, 16<<20)
 			b.ResetTimer()
 			for b.Loop() {
+				if flush {
+					b.StopTimer()
+					for i := range flushBuf {
+						flushBuf[i]++
+					}
+					b.StartTimer()
+				}
 				if restore {
 					b.StopTimer()
-					m.Memory().Write(0, snap)
+					if diff {
+						mem, _ := m.Memory().Read(0, m.Memory().Size())
+						restoreDirty(mem, snap, everyPage)
+					} else {
+						m.Memory().Write(0, snap)
+					}
 					for i, g := range globals {
 						g.Set(values[i])
 					}

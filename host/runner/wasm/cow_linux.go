@@ -3,7 +3,9 @@
 package wasm
 
 import (
+	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -11,12 +13,16 @@ import (
 // cowImage is a tool's snapshot memory in an anonymous in-memory file
 // (memfd). Each pooled instance maps it privately: the instance reads the
 // snapshot's pages, a write copies the page for that instance only, and
-// reset drops the copied pages so the mapping reads the snapshot again.
-// A reset costs in proportion to the pages the call wrote, not to the
-// memory's size, and instances share the pages they never write.
+// instances share the pages they never write. The memfd is never written
+// after newCOWImage, so a page of a mapping that is still the file's page
+// holds the snapshot: only the pages an instance copied (written) can
+// differ, and /proc/self/pagemap tells which those are (written).
 type cowImage struct {
 	fd   int
 	size int
+	// pagemap is /proc/self/pagemap, -1 when it cannot be read (then
+	// every page counts as written).
+	pagemap int
 }
 
 // newCOWImage writes snap to a new memfd.
@@ -36,7 +42,46 @@ func newCOWImage(snap []byte) (*cowImage, error) {
 		}
 		off += n
 	}
-	return &cowImage{fd: fd, size: len(snap)}, nil
+	pm, err := unix.Open("/proc/self/pagemap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		pm = -1
+	}
+	return &cowImage{fd: fd, size: len(snap), pagemap: pm}, nil
+}
+
+// Bits of a /proc/self/pagemap entry (Documentation/admin-guide/mm/pagemap.rst).
+const (
+	pagemapPresent = 1 << 63
+	pagemapSwapped = 1 << 62
+	pagemapFile    = 1 << 61 // file page or shared anonymous: not copied
+)
+
+// written reports, for each 4 KiB page of the mapping b, whether it may
+// differ from the image: the page was copied on a write (present and not
+// the file's page) or swapped out (only copied pages can be). Pages never
+// touched or only read are the memfd's own. scratch is reused between
+// calls (8 bytes per page). Without pagemap every page is reported.
+func (im *cowImage) written(b []byte, scratch []byte) ([]byte, func(page int) bool) {
+	pages := len(b) / pageSize
+	if im.pagemap < 0 || pageSize != unix.Getpagesize() {
+		return scratch, func(int) bool { return true }
+	}
+	if cap(scratch) < pages*8 {
+		scratch = make([]byte, pages*8)
+	}
+	scratch = scratch[:pages*8]
+	off := int64(uintptr(unsafe.Pointer(&b[0]))/pageSize) * 8
+	for n := 0; n < len(scratch); {
+		m, err := unix.Pread(im.pagemap, scratch[n:], off+int64(n))
+		if err != nil || m <= 0 {
+			return scratch, func(int) bool { return true }
+		}
+		n += m
+	}
+	return scratch, func(page int) bool {
+		e := binary.LittleEndian.Uint64(scratch[page*8:])
+		return e&pagemapSwapped != 0 || (e&pagemapPresent != 0 && e&pagemapFile == 0)
+	}
 }
 
 // mapping returns a new private mapping of the image.
@@ -60,4 +105,9 @@ func (im *cowImage) reset(b []byte) error {
 func (im *cowImage) unmap(b []byte) error { return unix.Munmap(b) }
 
 // close releases the image; mappings stay valid until unmapped.
-func (im *cowImage) close() error { return unix.Close(im.fd) }
+func (im *cowImage) close() error {
+	if im.pagemap >= 0 {
+		_ = unix.Close(im.pagemap)
+	}
+	return unix.Close(im.fd)
+}

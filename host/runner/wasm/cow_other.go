@@ -15,4 +15,7 @@ func newCOWImage([]byte) (*cowImage, error) {
 func (*cowImage) mapping() ([]byte, error) { return nil, errors.New("unsupported") }
 func (*cowImage) reset([]byte) error       { return errors.New("unsupported") }
 func (*cowImage) unmap([]byte) error       { return nil }
-func (*cowImage) close() error             { return nil }
+func (*cowImage) written(_, scratch []byte) ([]byte, func(int) bool) {
+	return scratch, func(int) bool { return true }
+}
+func (*cowImage) close() error { return nil }

@@ -53,9 +53,13 @@ func PoolStats(p runner.Prepared) (hits, misses uint64) {
 // PoolBytes returns the bytes r's pools hold.
 func PoolBytes(r *Runner) uint64 { return r.pools.inUse() }
 
-// SetCopyRestore makes r's later pools restore instances by copying the
-// snapshot instead of dropping copy-on-write pages.
-func SetCopyRestore(r *Runner) { r.pools.copyRestore = true }
+// SetCopyRestore makes r's later pools keep instances' memories in heap
+// buffers instead of copy-on-write mappings.
+func SetCopyRestore(r *Runner) { r.pools.restore = restoreCopy }
+
+// SetDropRestore makes r's later pools reset instances by dropping every
+// page of their copy-on-write mappings (madvise), the former default.
+func SetDropRestore(r *Runner) { r.pools.restore = restoreDrop }
 
 // WaitReady waits until p's pool has an instance ready, for up to a
 // minute, and reports whether it has.

@@ -32,9 +32,9 @@ func (s constantSource) put([]byte)  {}
 // (policy pool.memoryMb) and the set of live pools, drained on Close.
 type pools struct {
 	budget uint64
-	// copyRestore restores pooled instances by copying even where
-	// copy-on-write mappings are available (for comparison in tests).
-	copyRestore bool
+	// restore is how pooled instances are reset (restoreDiff unless a
+	// test sets another, for comparison).
+	restore restoreMode
 
 	mu     sync.Mutex
 	used   uint64

@@ -40,7 +40,10 @@ import (
 const (
 	exportInitialize = "_initialize"
 	exportInit       = "agenthost_init"
-	exportCall       = "agenthost_call"
+	// exportWarm is optional: the guest SDK's warm-up before the
+	// snapshot (abi/guest, reactor_wasip1.go), run without a fuel limit.
+	exportWarm = "agenthost_warm"
+	exportCall = "agenthost_call"
 	// reservedPrefix starts every export the host adds; a module may not
 	// use it.
 	reservedPrefix = "agenthost.snapshot."
@@ -315,6 +318,15 @@ func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (*fastPath, 
 		}
 		if err != nil {
 			return nil, p.startupError(name, c, err, context.Cause(ctx))
+		}
+	}
+	// The SDK's warm-up puts the runtime in the state a call leaves it
+	// in (docs/POOLS.md, "Why warm the guest before the snapshot?"). It
+	// is work the slow path does not do, so it does not count against
+	// the tool's fuel; the deadline still applies.
+	if warm := mod.ExportedFunction(exportWarm); warm != nil {
+		if _, err := warm.Call(meter.WithBudget(ctx, &meter.Budget{})); err != nil {
+			return nil, p.startupError(exportWarm, c, err, context.Cause(ctx))
 		}
 	}
 	size := mod.Memory().Size()
