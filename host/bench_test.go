@@ -219,3 +219,27 @@ func BenchmarkFirstCall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEchoParallel measures throughput: run with -cpu 1,2 to compare
+// one goroutine (GOMAXPROCS=1) with two (SPEC §9: 2 give ≥ 1.7× one).
+func BenchmarkEchoParallel(b *testing.B) {
+	ctx := context.Background()
+	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
+	for _, tool := range []string{"core:echo", "text:stats"} {
+		b.Run(tool, func(b *testing.B) {
+			args := json.RawMessage(`{"text":"one two three"}`)
+			if env := h.Call(ctx, tool, args); env.Error != nil {
+				b.Fatal(env.Error)
+			}
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if env := h.Call(ctx, tool, args); env.Error != nil {
+						b.Error(env.Error)
+						return
+					}
+				}
+			})
+		})
+	}
+}
