@@ -47,6 +47,9 @@ func BenchmarkHostOverhead(b *testing.B) {
 	}
 	h = hosttest.NewHost(b, nil, hosttest.Toolpacks(b)) // nothing prepared yet
 	defer host.SetRunner(h, "wasm:wasi-command", fakeRunner{run: func(req runner.Request) runner.Result {
+		if bytes.HasPrefix(req.Input, []byte(`{"a"`)) { // core:echo
+			return runner.Result{Output: req.Input}
+		}
 		return runner.Result{Output: real.Output}
 	}})()
 	b.Run("Call/json", func(b *testing.B) {
@@ -62,6 +65,14 @@ func BenchmarkHostOverhead(b *testing.B) {
 			args := map[string]any{"text": "The quick brown fox jumps over the lazy dog.", "top": "3"}
 			if env := h.CallArgs(ctx, "text:stats", args); env.Error != nil {
 				b.Fatal(env.Error)
+			}
+		}
+	})
+	b.Run("Exec/echo", func(b *testing.B) {
+		out := `<ACTION><core:echo><a>1</a><b>two</b></core:echo></ACTION>`
+		for b.Loop() {
+			if turn := h.Exec(ctx, out); turn.Status != "success" {
+				b.Fatal(turn.Observation)
 			}
 		}
 	})
