@@ -16,7 +16,7 @@ func listCommand() command {
 			fs.StringVar(&e.namespace, "namespace", "", "only tools in this namespace")
 			fs.StringVar(&e.tag, "tag", "", "only tools with this tag")
 		},
-		run:   runList,
+		run: runList,
 	}
 }
 
