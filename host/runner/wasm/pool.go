@@ -44,7 +44,7 @@ type pools struct {
 }
 
 func newPools(budget uint64) *pools {
-	return &pools{budget: budget, live: map[*memoryPool]struct{}{}, slots: map[*slotPool]struct{}{}}
+	return &pools{budget: budget, restore: restoreDiff, live: map[*memoryPool]struct{}{}, slots: map[*slotPool]struct{}{}}
 }
 
 // reserve takes n bytes of the budget and reports whether they were
