@@ -207,6 +207,15 @@ func (h *Host) prepare(ctx context.Context, t *manifest.Tool) *prepared {
 		}
 		p.run = run
 	})
+	if p.err != nil && ctx.Err() != nil {
+		// The caller gave up during preparation: the failure says nothing
+		// about the tool, so the next call prepares it again.
+		h.mu.Lock()
+		if h.prepared[t] == p {
+			delete(h.prepared, t)
+		}
+		h.mu.Unlock()
+	}
 	return p
 }
 

@@ -190,3 +190,16 @@ func TestExec_selfCorrection(t *testing.T) {
 		})
 	}
 }
+
+// TestCall_cancelledFirstCallIsNotRemembered: a caller that gives up while
+// the tool is being prepared must not leave the tool broken for the next.
+func TestCall_cancelledFirstCallIsNotRemembered(t *testing.T) {
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = h.Call(ctx, "text:stats", json.RawMessage(`{"text":"a b"}`)) // may fail: the caller is gone
+	env := h.Call(context.Background(), "text:stats", json.RawMessage(`{"text":"a b"}`))
+	if env.Status != abi.StatusSuccess {
+		t.Fatalf("call after a cancelled first call: %+v", env.Error)
+	}
+}
