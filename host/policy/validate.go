@@ -237,37 +237,29 @@ func (v *validator) toolLimits(base string, global, l LimitRange, globalMax MaxL
 	}
 }
 
+// overlay sets *dst to v unless v is the zero value ("not set").
+func overlay[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
+	}
+}
+
 // mergeDefaults overlays the non-zero fields of o on d.
 func mergeDefaults(d, o DefaultLimits) DefaultLimits {
-	if o.TimeoutMs != 0 {
-		d.TimeoutMs = o.TimeoutMs
-	}
-	if o.MemoryMb != 0 {
-		d.MemoryMb = o.MemoryMb
-	}
-	if o.MaxOutputBytes != 0 {
-		d.MaxOutputBytes = o.MaxOutputBytes
-	}
-	if o.Fuel != 0 {
-		d.Fuel = o.Fuel
-	}
+	overlay(&d.TimeoutMs, o.TimeoutMs)
+	overlay(&d.MemoryMb, o.MemoryMb)
+	overlay(&d.MaxOutputBytes, o.MaxOutputBytes)
+	overlay(&d.Fuel, o.Fuel)
 	d.Deterministic = d.Deterministic || o.Deterministic
 	return d
 }
 
 // mergeMax overlays the non-zero fields of o on m.
 func mergeMax(m, o MaxLimits) MaxLimits {
-	if o.TimeoutMs != 0 {
-		m.TimeoutMs = o.TimeoutMs
-	}
-	if o.MemoryMb != 0 {
-		m.MemoryMb = o.MemoryMb
-	}
-	if o.MaxOutputBytes != 0 {
-		m.MaxOutputBytes = o.MaxOutputBytes
-	}
-	if o.Fuel != 0 {
-		m.Fuel = o.Fuel
-	}
+	overlay(&m.TimeoutMs, o.TimeoutMs)
+	overlay(&m.MemoryMb, o.MemoryMb)
+	overlay(&m.MaxOutputBytes, o.MaxOutputBytes)
+	overlay(&m.Fuel, o.Fuel)
 	return m
 }

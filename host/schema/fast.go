@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -85,6 +86,18 @@ func compileFast(root *jsonschema.Schema) *fastNode {
 type fastCompiler struct {
 	memo   map[*jsonschema.Schema]*fastNode
 	failed bool
+}
+
+// bound converts a numeric keyword to float64 and reports whether it is
+// present; a value float64 cannot hold exactly marks the schema as not
+// fast-path safe.
+func (fc *fastCompiler) bound(r *big.Rat) (float64, bool) {
+	if r == nil {
+		return 0, false
+	}
+	f, exact := r.Float64()
+	fc.failed = fc.failed || !exact
+	return f, true
 }
 
 func (fc *fastCompiler) node(s *jsonschema.Schema) *fastNode {
@@ -214,27 +227,10 @@ func (fc *fastCompiler) node(s *jsonschema.Schema) *fastNode {
 	}
 	n.pattern = s.Pattern
 	// number
-	var ok bool
-	if s.Minimum != nil {
-		n.min, ok = s.Minimum.Float64()
-		n.hasMin = true
-		fc.failed = fc.failed || !ok
-	}
-	if s.Maximum != nil {
-		n.max, ok = s.Maximum.Float64()
-		n.hasMax = true
-		fc.failed = fc.failed || !ok
-	}
-	if s.ExclusiveMinimum != nil {
-		n.exMin, ok = s.ExclusiveMinimum.Float64()
-		n.hasExMin = true
-		fc.failed = fc.failed || !ok
-	}
-	if s.ExclusiveMaximum != nil {
-		n.exMax, ok = s.ExclusiveMaximum.Float64()
-		n.hasExMax = true
-		fc.failed = fc.failed || !ok
-	}
+	n.min, n.hasMin = fc.bound(s.Minimum)
+	n.max, n.hasMax = fc.bound(s.Maximum)
+	n.exMin, n.hasExMin = fc.bound(s.ExclusiveMinimum)
+	n.exMax, n.hasExMax = fc.bound(s.ExclusiveMaximum)
 	// applicators
 	n.ref = fc.node(s.Ref)
 	for _, a := range s.AllOf {
