@@ -14,6 +14,7 @@ const (
 	CodeInvalidArguments Code = "INVALID_ARGUMENTS"
 	CodePermissionDenied Code = "PERMISSION_DENIED"
 	CodeTimeout          Code = "TIMEOUT"
+	CodeCancelled        Code = "CANCELLED"
 	CodeFuelExhausted    Code = "FUEL_EXHAUSTED"
 	CodeMemoryLimit      Code = "MEMORY_LIMIT"
 	CodeOutputLimit      Code = "OUTPUT_LIMIT"
@@ -27,7 +28,7 @@ const (
 // Codes lists every code in the order of SPEC §6.
 var Codes = []Code{
 	CodeMalformedAction, CodeUnknownTool, CodeInvalidArguments, CodePermissionDenied,
-	CodeTimeout, CodeFuelExhausted, CodeMemoryLimit, CodeOutputLimit, CodeToolError,
+	CodeTimeout, CodeCancelled, CodeFuelExhausted, CodeMemoryLimit, CodeOutputLimit, CodeToolError,
 	CodeInvalidOutput, CodeSkipped, CodeLoadError, CodeInternal,
 }
 
@@ -47,6 +48,7 @@ var (
 	ErrInvalidArguments = &Error{Code: CodeInvalidArguments}
 	ErrPermissionDenied = &Error{Code: CodePermissionDenied}
 	ErrTimeout          = &Error{Code: CodeTimeout}
+	ErrCancelled        = &Error{Code: CodeCancelled}
 	ErrFuelExhausted    = &Error{Code: CodeFuelExhausted}
 	ErrMemoryLimit      = &Error{Code: CodeMemoryLimit}
 	ErrOutputLimit      = &Error{Code: CodeOutputLimit}
