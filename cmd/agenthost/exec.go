@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
@@ -10,7 +9,7 @@ import (
 
 func execCommand() command {
 	return command{
-		name: "exec", usage: "exec < output.txt", summary: "run the ACTION calls in LLM output on stdin; print results and observation",
+		name: "exec", usage: "exec [FILE|-]", summary: "run the ACTION calls in an LLM output (a file, or stdin); print results and observation",
 		run: runExec,
 	}
 }
@@ -25,10 +24,16 @@ type execResult struct {
 }
 
 func runExec(ctx context.Context, e *env, args []string) error {
-	if len(args) != 0 {
-		return usageError{"exec reads LLM output from stdin and takes no arguments"}
+	if len(args) > 1 {
+		return usageError{"exec takes at most one FILE (default: stdin)"}
 	}
-	in, err := io.ReadAll(e.stdin)
+	var in []byte
+	var err error
+	if len(args) == 0 || args[0] == "-" {
+		in, err = readCapped(e.stdin)
+	} else {
+		in, err = readFile(args[0])
+	}
 	if err != nil {
 		return err
 	}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/agenthost/agenthost/host/registry"
 )
 
 func listCommand() command {
 	return command{
-		name: "list", usage: "list [--json] [--namespace NS] [--tag TAG]", summary: "list the loaded tools: id, version, handler, tags",
+		name: "list", usage: "list [--json] [--namespace NS] [--tag TAG]", summary: "list the tools: id, version, handler, tags; denied tools and load errors marked (exit 1 on a load error)",
 		flags: func(fs *flag.FlagSet, e *env) {
 			fs.BoolVar(&e.asJSON, "json", false, "print JSON")
 			fs.StringVar(&e.namespace, "namespace", "", "only tools in this namespace")
@@ -26,6 +28,12 @@ type listedTool struct {
 	Handler     string   `json:"handler"`
 	DisplayName string   `json:"displayName"`
 	Tags        []string `json:"tags"`
+	// Status is "ok", "denied" (the policy denies the tool) or "load error".
+	Status string `json:"status"`
+	// Error is the load error, when Status is "load error".
+	Error string `json:"error,omitempty"`
+	// Path is the manifest of a tool that failed to load.
+	Path string `json:"path,omitempty"`
 }
 
 func runList(ctx context.Context, e *env, args []string) error {
@@ -50,18 +58,43 @@ func runList(ctx context.Context, e *env, args []string) error {
 		if tags == nil {
 			tags = []string{}
 		}
-		tools = append(tools, listedTool{ID: t.ToolID, Version: t.Version, Handler: handler, DisplayName: t.DisplayName, Tags: tags})
-	}
-	if e.asJSON {
-		return e.printJSON(tools)
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tVERSION\tHANDLER\tTAGS")
-	for _, t := range tools {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Version, t.Handler, strings.Join(t.Tags, ","))
+		status := "ok"
+		if g, err := h.Grant(t.ToolID + "@" + t.Version); err == nil && g.Denied {
+			status = "denied"
+		}
+		tools = append(tools, listedTool{ID: t.ToolID, Version: t.Version, Handler: handler, DisplayName: t.DisplayName, Tags: tags, Status: status})
 	}
 	for _, f := range h.Failures() {
-		fmt.Fprintf(e.stderr, "agenthost: failed to load %s: %s\n", f.Path, f.Err)
+		if e.namespace != "" || e.tag != "" {
+			break
+		}
+		tools = append(tools, listedTool{ID: f.ToolID, Handler: "-", Tags: []string{}, Status: "load error", Error: f.Err.Error(), Path: f.Path})
 	}
-	return tw.Flush()
+	if e.asJSON {
+		if err := e.printJSON(tools); err != nil {
+			return err
+		}
+		return failedLoads(h)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tVERSION\tHANDLER\tTAGS\tSTATUS")
+	for _, t := range tools {
+		id := t.ID
+		if id == "" {
+			id = t.Path
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, t.Version, t.Handler, strings.Join(t.Tags, ","), t.Status)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return failedLoads(h)
+}
+
+// failedLoads is exit 1 when any manifest failed to load.
+func failedLoads(h interface{ Failures() []registry.Failure }) error {
+	if len(h.Failures()) > 0 {
+		return exitError{1}
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/agenthost/agenthost/host"
@@ -32,6 +33,7 @@ type env struct {
 
 	dirs     multiFlag
 	policy   string
+	cacheDir string
 	logLevel string
 	logJSON  bool
 	log      hclog.Logger
@@ -41,6 +43,7 @@ type env struct {
 	namespace    string
 	tag          string
 	format       string
+	failOn       string
 	compact      bool
 	writeDigests bool
 }
@@ -50,6 +53,7 @@ func commands() []command {
 	return []command{
 		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
+		versionCommand(),
 	}
 }
 
@@ -98,7 +102,20 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 func dispatch(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	// Global flags may come before the command: parse them up to the first
+	// positional argument, which names the command.
+	gfs := flag.NewFlagSet("agenthost", flag.ContinueOnError)
+	gfs.SetOutput(io.Discard)
+	e.globalFlags(gfs)
+	if err := gfs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(e.stdout)
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	args = gfs.Args()
+	if len(args) == 0 || args[0] == "help" {
 		printHelp(e.stdout)
 		if len(args) == 0 {
 			return usageError{"no command given"}
@@ -111,18 +128,14 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		}
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		fs.Var(&e.dirs, "dir", "toolpack folder (repeatable; default ./toolpacks)")
-		fs.StringVar(&e.policy, "policy", "", "operator policy file (JSON or YAML)")
-		fs.StringVar(&e.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error, off")
-		fs.BoolVar(&e.logJSON, "log-json", false, "log as JSON lines")
+		e.globalFlags(fs)
 		if c.flags != nil {
 			c.flags(fs, e)
 		}
 		pos, err := parseInterleaved(fs, args[1:])
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(e.stdout, "usage: agenthost %s\n\n%s\n\nflags:\n", c.usage, c.summary)
-			fs.SetOutput(e.stdout)
-			fs.PrintDefaults()
+			printFlags(e.stdout, fs)
 			return nil
 		}
 		if err != nil {
@@ -136,6 +149,31 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		return c.run(ctx, e, pos)
 	}
 	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+}
+
+// globalFlags registers the flags every command accepts, before or after
+// the command name.
+func (e *env) globalFlags(fs *flag.FlagSet) {
+	fs.Var(&e.dirs, "dir", "toolpack `DIR` (repeatable; default ./toolpacks)")
+	fs.StringVar(&e.policy, "policy", e.policy, "operator policy `FILE` (JSON or YAML)")
+	fs.StringVar(&e.cacheDir, "cache-dir", e.cacheDir, "the host's cache `DIR` (default $XDG_CACHE_HOME/agenthost, else ~/.cache/agenthost)")
+	if e.logLevel == "" {
+		e.logLevel = "warn"
+	}
+	fs.StringVar(&e.logLevel, "log-level", e.logLevel, "`LEVEL`: trace, debug, info, warn (default), error, off")
+	fs.BoolVar(&e.logJSON, "log-json", e.logJSON, "log as JSON lines")
+}
+
+// printFlags lists a flag set the way the docs spell flags: --name.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		fmt.Fprintf(w, "%-28s %s\n", line, usage)
+	})
 }
 
 // parseInterleaved lets flags come before or after positional arguments.
@@ -159,11 +197,11 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "agenthost hosts LLM-agent tools in a WebAssembly sandbox.")
-	fmt.Fprintln(w, "\nusage: agenthost <command> [flags] [args]\n\ncommands:")
+	fmt.Fprintln(w, "\nusage: agenthost [global flags] <command> [flags] [args]\n\ncommands:")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-40s %s\n", c.usage, c.summary)
 	}
-	fmt.Fprintln(w, "\nglobal flags: --dir DIR (repeatable, default ./toolpacks), --policy FILE, --log-level LEVEL, --log-json")
+	fmt.Fprintln(w, "\nglobal flags (before or after the command): --dir DIR (repeatable, default ./toolpacks), --policy FILE,\n  --cache-dir DIR, --log-level LEVEL, --log-json")
 	fmt.Fprintln(w, "exit codes: 0 success, 1 tool or call failure, 2 usage or policy error")
 }
 
@@ -192,11 +230,47 @@ func (e *env) newHost(ctx context.Context) (*host.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := host.New(ctx, host.Options{Dirs: e.toolDirs(), Policy: p, Logger: e.log})
+	h, err := host.New(ctx, host.Options{Dirs: e.toolDirs(), Policy: p, Logger: e.log, CacheDir: e.cacheDir})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
 	return h, nil
+}
+
+// maxInput caps what a command reads from stdin or a file.
+const maxInput = 64 << 20
+
+// readInput returns the bytes an argument names: "-" is stdin, "@FILE" a
+// file (when at is set) and anything else the argument itself. A file that
+// cannot be read is a usage error.
+func (e *env) readInput(arg string, at bool) ([]byte, error) {
+	switch {
+	case arg == "-":
+		return readCapped(e.stdin)
+	case at && strings.HasPrefix(arg, "@"):
+		return readFile(arg[1:])
+	}
+	return []byte(arg), nil
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("cannot read %s: %s", path, errors.Unwrap(err))}
+	}
+	defer f.Close()
+	return readCapped(f)
+}
+
+func readCapped(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxInput {
+		return nil, usageError{fmt.Sprintf("input is larger than %d MiB", maxInput>>20)}
+	}
+	return b, nil
 }
 
 // printJSON writes v as indented JSON to stdout.
