@@ -50,5 +50,5 @@ func ExampleHost_Exec() {
 	// I will echo the names.
 	// partial
 	// Observation: Tool core:echo executed successfully. Result: {"names":["Alice","Bob"]}
-	// Observation: Error - Unknown tool 'core:ecko': unknown tool 'core:ecko'; did you mean 'core:echo'?
+	// Observation: Error - Unknown tool 'core:ecko'; did you mean 'core:echo'?
 }

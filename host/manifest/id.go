@@ -36,7 +36,7 @@ func SplitID(id string) (ns, name string, err error) {
 	}
 	ns, name, ok := strings.Cut(id, ":")
 	if !ok {
-		return "", "", fmt.Errorf("tool id %q: want namespace:name (for example core:%s)", id, id)
+		return "", "", fmt.Errorf("tool id %q: want namespace:name (for example core:%s)", id, IDPart(id))
 	}
 	if err := checkIDPart(ns); err != nil {
 		return "", "", fmt.Errorf("tool id %q: namespace %w", id, err)
@@ -64,4 +64,31 @@ func checkIDPart(p string) error {
 		}
 	}
 	return nil
+}
+
+// IDPart turns s into a valid namespace or name ("My Tool!" -> "my-tool"),
+// for hints that suggest a valid ID: lower-case, runs of characters outside
+// the grammar become one '-', and a part that would not start with a letter
+// is prefixed with "t". An empty result is "tool".
+func IDPart(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.TrimRight(b.String(), "-._")
+	if out == "" {
+		return "tool"
+	}
+	if c := out[0]; c < 'a' || c > 'z' {
+		out = "t" + out
+	}
+	return out
 }

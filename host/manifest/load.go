@@ -69,7 +69,7 @@ func (t *Tool) loadFile() error {
 	}
 	if t.Handler.Type == HandlerWasm && t.Handler.SHA256 != "" && t.Handler.SHA256 != digest {
 		return newError(t.Path, "/handler/sha256", fmt.Sprintf(
-			"module %s has sha256 %s but the manifest says %s; rebuild the toolpack (make toolpacks) or run agenthost validate --write-digests",
+			"module %s changed since its manifest was written (its sha256 is %s, the manifest pins %s), so it is not loaded: it may have been tampered with; a toolpack author who rebuilt it on purpose re-pins it with agenthost validate --write-digests",
 			rel, digest, t.Handler.SHA256), nil)
 	}
 	t.state.file, t.state.digest = file, digest

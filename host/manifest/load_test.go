@@ -62,7 +62,7 @@ func TestLoad(t *testing.T) {
 		{name: "digest mismatch", setup: func(t *testing.T, dir string) func(map[string]any) {
 			writeFile(t, filepath.Join(dir, "stats.wasm"), module)
 			return func(m map[string]any) { handler(m)["sha256"] = strings.Repeat("0", 64) }
-		}, pointer: "/handler/sha256", reason: "has sha256 " + sha(module) + " but the manifest says " + strings.Repeat("0", 64)},
+		}, pointer: "/handler/sha256", reason: "changed since its manifest was written (its sha256 is " + sha(module) + ", the manifest pins " + strings.Repeat("0", 64) + "), so it is not loaded"},
 		{name: "module missing", pointer: "/handler/module", reason: "does not exist"},
 		{name: "module is a folder", setup: func(t *testing.T, dir string) func(map[string]any) {
 			if err := os.Mkdir(filepath.Join(dir, "stats.wasm"), 0o755); err != nil {

@@ -349,3 +349,16 @@ func TestError(t *testing.T) {
 		t.Error("errors.Is chain is wrong")
 	}
 }
+
+// TestIDPartHintIsValid pins the hint of an invalid tool ID: the suggested
+// ID must itself be valid (it suggested "core:My Tool" for "My Tool").
+func TestIDPartHintIsValid(t *testing.T) {
+	for _, in := range []string{"My Tool", "echo", "9lives", "Ünïcode ID!", "", "a::b", "--", "x.y_z"} {
+		t.Run(in, func(t *testing.T) {
+			id := "core:" + manifest.IDPart(in)
+			if err := manifest.ValidID(id); err != nil {
+				t.Errorf("IDPart(%q) gives %q, which is invalid: %v", in, id, err)
+			}
+		})
+	}
+}

@@ -101,7 +101,7 @@ func (t *Tool) validate(withSchema bool) error {
 	case ns == NamespaceWorkflow && t.Handler.Type != HandlerWorkflow:
 		return fail("/toolId", "namespace %q is reserved for workflow tools (handler type %q)", ns, HandlerWorkflow)
 	case ns != NamespaceWorkflow && t.Handler.Type == HandlerWorkflow:
-		return fail("/toolId", "a workflow tool's id must be in the %q namespace, as in workflow:%s", NamespaceWorkflow, strings.ReplaceAll(t.ToolID, ":", "_"))
+		return fail("/toolId", "a workflow tool's id must be in the %q namespace, as in workflow:%s", NamespaceWorkflow, IDPart(strings.ReplaceAll(t.ToolID, ":", "_")))
 	case ns == NamespaceMCP:
 		return fail("/toolId", "namespace %q is reserved for tools imported from MCP servers", ns)
 	}

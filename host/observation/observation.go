@@ -46,7 +46,17 @@ func Error(tool string, e *abi.Error) string {
 		return "Observation: Error - Malformed ACTION block" + pos + ": " + msg + hint(e) +
 			" Nothing was run; send the corrected ACTION block."
 	case abi.CodeUnknownTool:
-		return fmt.Sprintf("Observation: Error - Unknown tool '%s': %s", tool, msg)
+		// The registry's message already names the tool ("unknown tool 'x';
+		// did you mean ...?"): say it once.
+		rest := strings.TrimPrefix(msg, fmt.Sprintf("unknown tool '%s'", tool))
+		rest = strings.TrimPrefix(rest, ";")
+		if rest = strings.TrimSpace(rest); rest != "" {
+			rest = "; " + rest
+		}
+		if rest == "" && msg != fmt.Sprintf("unknown tool '%s'", tool) {
+			rest = ": " + msg
+		}
+		return fmt.Sprintf("Observation: Error - Unknown tool '%s'%s", tool, rest)
 	case abi.CodeInvalidArguments:
 		return fmt.Sprintf("Observation: Error - Invalid parameters for %s: %s", tool, msg)
 	case abi.CodeSkipped:

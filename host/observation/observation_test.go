@@ -25,7 +25,7 @@ func TestCall(t *testing.T) {
 		{"invalid", abi.Failure("GetPlayerInfo", abi.Errorf(abi.CodeInvalidArguments, "unknown parameter 'playerId', did you mean 'player_id'?")),
 			`Observation: Error - Invalid parameters for GetPlayerInfo: unknown parameter 'playerId', did you mean 'player_id'?`},
 		{"unknown", abi.Failure("core:ecko", abi.Errorf(abi.CodeUnknownTool, "unknown tool 'core:ecko'; did you mean 'core:echo'?")),
-			`Observation: Error - Unknown tool 'core:ecko': unknown tool 'core:ecko'; did you mean 'core:echo'?`},
+			`Observation: Error - Unknown tool 'core:ecko'; did you mean 'core:echo'?`},
 		{"skipped", abi.Failure("core:echo", abi.Errorf(abi.CodeSkipped, "skipped")),
 			`Observation: Skipped - Tool core:echo was not run because an earlier call in the same ACTION failed.`},
 		{"malformed", abi.Failure("", abi.Errorf(abi.CodeMalformedAction, "element <String> is not closed").WithDetails(map[string]any{"line": 3, "column": 9, "hint": "wrap code in <![CDATA[...]]>"})),

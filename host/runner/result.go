@@ -26,7 +26,7 @@ func GuestError(stdout []byte) (code, message string, ok bool) {
 
 // ExitFailure is the TOOL_ERROR of a guest that exited with a non-zero
 // status: the message of its stdout error body if it wrote one (its own
-// code goes into Details as "guestCode"), otherwise "exit status N" plus
+// code goes into Details as "toolCode", the one name every runner uses), otherwise "exit status N" plus
 // the most telling log line: the first "panic: " or "fatal error: " line
 // (Go runtime crashes), else the last non-empty line that is not a host
 // refusal note.
@@ -34,7 +34,7 @@ func ExitFailure(status uint32, stdout []byte, logs []string) *abi.Error {
 	if code, msg, ok := GuestError(stdout); ok {
 		e := abi.Errorf(abi.CodeToolError, "%s", msg)
 		if code != "" {
-			e = e.WithDetails(map[string]any{"guestCode": code, "exitStatus": status})
+			e = e.WithDetails(map[string]any{"toolCode": code, "exitStatus": status})
 		}
 		return e
 	}

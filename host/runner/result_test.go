@@ -48,3 +48,17 @@ func TestRefused(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// TestExitFailureToolCode pins the one name of a guest's own error code:
+// details.toolCode, as the script bridge uses (the wasm runners used
+// "guestCode").
+func TestExitFailureToolCode(t *testing.T) {
+	e := runner.ExitFailure(1, []byte(`{"error":{"code":"NOT_FOUND","message":"no such row"}}`), nil)
+	d, ok := e.Details.(map[string]any)
+	if !ok || d["toolCode"] != "NOT_FOUND" {
+		t.Fatalf("details = %#v, want toolCode NOT_FOUND", e.Details)
+	}
+	if _, ok := d["guestCode"]; ok {
+		t.Fatalf("details still carry guestCode: %#v", d)
+	}
+}
