@@ -15,8 +15,12 @@ type Turn struct {
 	// Calls are the parsed calls, arguments as written (uncoerced).
 	Calls []action.Call `json:"calls"`
 	// Results holds one envelope per call, in order; calls after the
-	// first failure are SKIPPED.
+	// first failure are SKIPPED unless Options.OnFailure is
+	// OnFailureContinue.
 	Results []abi.Envelope `json:"results"`
+	// IgnoredBlocks counts the ACTION blocks after the first, which did not
+	// run; the observation tells the model to send one block.
+	IgnoredBlocks int `json:"ignoredBlocks"`
 	// Observation is the text to feed back to the model; empty when the
 	// output held no ACTION block.
 	Observation string `json:"observation"`
@@ -28,8 +32,10 @@ type Turn struct {
 	Error *abi.Error `json:"error,omitempty"`
 }
 
-// Exec parses raw LLM output for an ACTION block (SPEC §7), runs its calls
-// in order, stopping at the first failure, and writes the observation.
+// Exec parses raw LLM output for an ACTION block, runs its calls in order,
+// and writes the observation. By default the calls after the first failure
+// are SKIPPED (a later call may depend on an earlier one);
+// Options.OnFailure = OnFailureContinue runs them all.
 // An output without an ACTION block is a plain reply: nothing runs and the
 // observation is empty.
 func (h *Host) Exec(ctx context.Context, llmOutput string) Turn {
@@ -45,10 +51,11 @@ func (h *Host) Exec(ctx context.Context, llmOutput string) Turn {
 		return turn
 	}
 	turn.Calls = parsed.Calls
+	turn.IgnoredBlocks = parsed.IgnoredBlocks
 	failed := false
 	ok := 0
 	for _, c := range parsed.Calls {
-		if failed {
+		if failed && h.opts.OnFailure != OnFailureContinue {
 			env := abi.Failure(c.Tool, abi.Errorf(abi.CodeSkipped, "not run: an earlier call in this ACTION failed"))
 			turn.Results = append(turn.Results, env)
 			continue
@@ -71,6 +78,9 @@ func (h *Host) Exec(ctx context.Context, llmOutput string) Turn {
 	}
 	if len(turn.Results) > 0 {
 		turn.Observation = observation.Turn(turn.Results, h.opts.Observation)
+	}
+	if turn.IgnoredBlocks > 0 {
+		turn.Observation += "\n" + observation.IgnoredBlocks(turn.IgnoredBlocks)
 	}
 	return turn
 }

@@ -45,6 +45,9 @@ type prepared struct {
 // cannot be read is an error; a broken manifest inside one is not: it is
 // reported by [Host.Failures] and calls to it give LOAD_ERROR.
 func New(ctx context.Context, opts Options) (*Host, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	h := &Host{opts: opts, log: opts.Logger, policy: opts.Policy, reg: registry.New(), prepared: map[*manifest.Tool]*prepared{}}
 	h.opts.Dirs = append([]string(nil), opts.Dirs...)
 	if h.log == nil {

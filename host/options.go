@@ -1,6 +1,8 @@
 package host
 
 import (
+	"fmt"
+
 	"github.com/agenthost/agenthost/host/action"
 	"github.com/agenthost/agenthost/host/observation"
 	"github.com/agenthost/agenthost/host/policy"
@@ -26,4 +28,27 @@ type Options struct {
 	Action action.Options
 	// Observation tunes the observation text.
 	Observation observation.Options
+	// OnFailure says what [Host.Exec] does with the calls of an ACTION
+	// block after one fails: "" or OnFailureSkip marks them SKIPPED;
+	// OnFailureContinue runs them (for independent calls).
+	OnFailure OnFailure
+}
+
+// OnFailure is what Exec does after a call of an ACTION block fails.
+type OnFailure string
+
+// The OnFailure values.
+const (
+	OnFailureSkip     OnFailure = "skip"
+	OnFailureContinue OnFailure = "continue"
+)
+
+// validate checks the fields New cannot default.
+func (o *Options) validate() error {
+	switch o.OnFailure {
+	case "", OnFailureSkip, OnFailureContinue:
+	default:
+		return fmt.Errorf("host options: OnFailure %q: want %q or %q", o.OnFailure, OnFailureSkip, OnFailureContinue)
+	}
+	return nil
 }

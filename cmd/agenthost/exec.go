@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
@@ -9,18 +10,22 @@ import (
 
 func execCommand() command {
 	return command{
-		name: "exec", usage: "exec [FILE|-]", summary: "run the ACTION calls in an LLM output (a file, or stdin); print results and observation",
+		name: "exec", usage: "exec [FILE|-] [--on-failure skip|continue]", summary: "run the ACTION calls in an LLM output (a file, or stdin); print results and observation",
+		flags: func(fs *flag.FlagSet, e *env) {
+			fs.StringVar(&e.onFailure, "on-failure", "skip", "after a failed call: skip the rest (SKIPPED) or continue with the independent calls")
+		},
 		run: runExec,
 	}
 }
 
 // execResult is the SPEC §8 output of exec.
 type execResult struct {
-	ResponseText string         `json:"responseText"`
-	Results      []abi.Envelope `json:"results"`
-	Observation  string         `json:"observation"`
-	Status       abi.Status     `json:"status"`
-	Error        *abi.Error     `json:"error,omitempty"`
+	ResponseText  string         `json:"responseText"`
+	Results       []abi.Envelope `json:"results"`
+	IgnoredBlocks int            `json:"ignoredBlocks"`
+	Observation   string         `json:"observation"`
+	Status        abi.Status     `json:"status"`
+	Error         *abi.Error     `json:"error,omitempty"`
 }
 
 func runExec(ctx context.Context, e *env, args []string) error {
@@ -36,6 +41,11 @@ func runExec(ctx context.Context, e *env, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	switch host.OnFailure(e.onFailure) {
+	case host.OnFailureSkip, host.OnFailureContinue:
+	default:
+		return usageError{"--on-failure must be skip or continue"}
 	}
 	h, err := e.newHost(ctx)
 	if err != nil {
@@ -53,5 +63,5 @@ func runExec(ctx context.Context, e *env, args []string) error {
 }
 
 func turnResult(t host.Turn) execResult {
-	return execResult{ResponseText: t.ResponseText, Results: t.Results, Observation: t.Observation, Status: t.Status, Error: t.Error}
+	return execResult{ResponseText: t.ResponseText, Results: t.Results, IgnoredBlocks: t.IgnoredBlocks, Observation: t.Observation, Status: t.Status, Error: t.Error}
 }

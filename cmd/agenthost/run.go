@@ -44,6 +44,7 @@ type env struct {
 	tag          string
 	format       string
 	failOn       string
+	onFailure    string
 	compact      bool
 	writeDigests bool
 }
@@ -230,7 +231,7 @@ func (e *env) newHost(ctx context.Context) (*host.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := host.New(ctx, host.Options{Dirs: e.toolDirs(), Policy: p, Logger: e.log, CacheDir: e.cacheDir})
+	h, err := host.New(ctx, host.Options{Dirs: e.toolDirs(), Policy: p, Logger: e.log, CacheDir: e.cacheDir, OnFailure: host.OnFailure(e.onFailure)})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}

@@ -59,6 +59,10 @@ type Result struct {
 	// under ACTION, text after the block, attributes on an element with
 	// text. For logs; never shown to the model as an error.
 	Ignored []string `json:"-"`
+	// IgnoredBlocks counts the further ACTION start tags after the chosen
+	// block: only the first block runs, and a model that sent several is
+	// told so, so it learns to send one.
+	IgnoredBlocks int `json:"ignoredBlocks"`
 }
 
 // Parse extracts the first eligible ACTION block of output and returns its

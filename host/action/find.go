@@ -144,6 +144,7 @@ func block(s string, start, body, limit, textEnd int, o Options) (*Result, int, 
 	res.Ignored = p.notes
 	if t := strings.TrimLeft(s[end:realLimit], " \t\r\n"); t != "" {
 		res.Ignored = append(res.Ignored, note(s, realLimit-len(t), "text after </ACTION> ignored", 0))
+		res.IgnoredBlocks = countBlocks(s, end, realLimit)
 	}
 	return res, end, nil
 }

@@ -146,3 +146,13 @@ func detailString(d any, key string) string {
 	s, _ := details(d)[key].(string)
 	return s
 }
+
+// IgnoredBlocks is the note appended when a model sent n more ACTION blocks
+// after the first, which alone ran.
+func IgnoredBlocks(n int) string {
+	blocks := "block was"
+	if n > 1 {
+		blocks = "blocks were"
+	}
+	return fmt.Sprintf("Note: only the first ACTION block of a reply runs; %d more %s ignored. Put every call in one ACTION block.", n, blocks)
+}
