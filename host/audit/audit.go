@@ -59,13 +59,17 @@ type Summary struct {
 
 // Tool is the audit of one loaded tool.
 type Tool struct {
-	ID        string  `json:"id"`
-	Version   string  `json:"version"`
-	Path      string  `json:"path"`
-	Handler   Handler `json:"handler"`
-	Digest    string  `json:"digest,omitempty"` // "sha256:<hex>" from handler.sha256
-	Denied    bool    `json:"denied"`
-	Workspace string  `json:"workspace"`
+	ID      string  `json:"id"`
+	Version string  `json:"version"`
+	Path    string  `json:"path"`
+	Handler Handler `json:"handler"`
+	Digest  string  `json:"digest,omitempty"` // "sha256:<hex>" from handler.sha256, or of the script file
+	// DepsDigest covers a script tool's dependency files (requirements.txt,
+	// package.json and lockfiles, every file under wheels/): "sha256:<hex>",
+	// or "" when it has none.
+	DepsDigest string `json:"depsDigest,omitempty"`
+	Denied     bool   `json:"denied"`
+	Workspace  string `json:"workspace"`
 
 	Files   Files           `json:"files"`
 	Network Network         `json:"network"`
@@ -153,6 +157,7 @@ const (
 	RiskUnpinned       = "unpinned module (no sha256)"
 	RiskDegraded       = "degraded isolation"
 	RiskWidened        = "enforced coarser than granted"
+	RiskNativeCode     = "runs native code"
 )
 
 // LongTimeout is the timeout from which an unmetered WASM tool is flagged
@@ -226,8 +231,14 @@ func buildTool(t *manifest.Tool, g *policy.Grant, path string, env Environment) 
 		Workspace: g.Workspace,
 		Denials:   append([]policy.Denial{}, g.Denials...),
 	}
-	if t.Handler.SHA256 != "" {
+	switch {
+	case t.Handler.SHA256 != "":
 		out.Digest = digestPrefix + strings.ToLower(t.Handler.SHA256)
+	case t.Digest() != "":
+		out.Digest = digestPrefix + t.Digest() // a script as read at load
+	}
+	if t.Handler.Type == manifest.HandlerScript {
+		out.DepsDigest = depsDigest(t)
 	}
 	sc := t.SecurityContext
 	if sc == nil {
@@ -332,6 +343,9 @@ func risks(t *manifest.Tool, g *policy.Grant, env Environment) []Risk {
 	}
 	if t.Handler.Type == manifest.HandlerWasm && t.Handler.SHA256 == "" {
 		out = append(out, Risk{RiskUnpinned, "module " + strconv.Quote(t.Handler.Module) + " is not checked against a digest"})
+	}
+	if t.Handler.Type == manifest.HandlerScript && !g.Denied {
+		out = append(out, Risk{RiskNativeCode, t.Handler.Language + " interpreter outside the WASM sandbox, confined by kernel isolation only"})
 	}
 	if t.Handler.Type == manifest.HandlerScript && g.AllowDegraded && !g.Denied {
 		detail := allowDegradedDetail

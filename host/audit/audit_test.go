@@ -219,10 +219,10 @@ func TestRisks(t *testing.T) {
 		{name: "long timeout with fuel", handler: wasm, sc: &manifest.SecurityContext{Limits: &manifest.Limits{TimeoutMs: 30000, Fuel: 1e9}}},
 		{name: "long timeout with policy fuel ceiling", handler: wasm, policy: `limits: {max: {fuel: 1000000000}}`, sc: &manifest.SecurityContext{Limits: &manifest.Limits{TimeoutMs: 30000}}},
 		{name: "unpinned", handler: manifest.Handler{Type: manifest.HandlerWasm, Module: "m.wasm"}, want: []string{audit.RiskUnpinned}},
-		{name: "script without degraded isolation", handler: manifest.Handler{Type: manifest.HandlerScript, Language: "python"}},
-		{name: "degraded, protections unknown", handler: manifest.Handler{Type: manifest.HandlerScript, Language: "python"}, policy: `isolation: {allowDegraded: true}`, want: []string{audit.RiskDegraded}},
-		{name: "degraded, protection missing", handler: manifest.Handler{Type: manifest.HandlerScript, Language: "python"}, policy: `isolation: {allowDegraded: true}`, env: audit.Environment{Protections: []audit.Protection{{Name: "landlock", Available: false}}}, want: []string{audit.RiskDegraded}},
-		{name: "degraded allowed but all protections present", handler: manifest.Handler{Type: manifest.HandlerScript, Language: "python"}, policy: `isolation: {allowDegraded: true}`, env: audit.Environment{Protections: []audit.Protection{{Name: "landlock", Available: true}}}},
+		{name: "script without degraded isolation", handler: manifest.Handler{Type: manifest.HandlerScript, Language: "python"}, want: []string{audit.RiskNativeCode}},
+		{name: "degraded, protections unknown", handler: manifest.Handler{Type: manifest.HandlerScript, Language: "python"}, policy: `isolation: {allowDegraded: true}`, want: []string{audit.RiskNativeCode, audit.RiskDegraded}},
+		{name: "degraded, protection missing", handler: manifest.Handler{Type: manifest.HandlerScript, Language: "python"}, policy: `isolation: {allowDegraded: true}`, env: audit.Environment{Protections: []audit.Protection{{Name: "landlock", Available: false}}}, want: []string{audit.RiskNativeCode, audit.RiskDegraded}},
+		{name: "degraded allowed but all protections present", handler: manifest.Handler{Type: manifest.HandlerScript, Language: "python"}, policy: `isolation: {allowDegraded: true}`, env: audit.Environment{Protections: []audit.Protection{{Name: "landlock", Available: true}}}, want: []string{audit.RiskNativeCode}},
 		{name: "denied tool", handler: wasm, policy: `{tools: {"t:x": {deny: true}}}`, sc: &manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowRead: []string{"**"}}, Limits: &manifest.Limits{TimeoutMs: 60000}}},
 	}
 	for _, tc := range tests {

@@ -44,13 +44,13 @@ func ParseSeverity(s string) (Severity, error) {
 // SeverityOf ranks a risk flag. High: the tool can change the workspace,
 // reach private addresses, read secrets or run without kernel isolation, or
 // its module is not pinned. Medium: network access, wildcard hosts, rules
-// enforced coarser than granted, unmetered long runs. Low: everything else
+// enforced coarser than granted, unmetered long runs, native code (scripts). Low: everything else
 // (reading the whole workspace).
 func SeverityOf(flag string) Severity {
 	switch flag {
 	case RiskWorkspaceWrite, RiskPrivate, RiskSecrets, RiskDegraded, RiskUnpinned:
 		return SeverityHigh
-	case RiskNetwork, RiskWildcardHost, RiskWidened, RiskNoFuel:
+	case RiskNetwork, RiskWildcardHost, RiskWidened, RiskNoFuel, RiskNativeCode:
 		return SeverityMedium
 	}
 	return SeverityLow
