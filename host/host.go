@@ -64,6 +64,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.opts.CacheDir = cacheDir
+	h.capCache()
 	if h.policy.CacheDir != cacheDir { // per-tool $CACHE folders live under the host's cache too
 		pc := *h.policy
 		pc.CacheDir = cacheDir

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
 )
 
@@ -201,5 +203,36 @@ func TestCall_cancelledFirstCallIsNotRemembered(t *testing.T) {
 	env := h.Call(context.Background(), "text:stats", json.RawMessage(`{"text":"a b"}`))
 	if env.Status != abi.StatusSuccess {
 		t.Fatalf("call after a cancelled first call: %+v", env.Error)
+	}
+}
+
+// TestCacheSizeCap checks that New trims the cache to CacheMaxBytes, least
+// recently used first (the cache grew without bound).
+func TestCacheSizeCap(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "wazero", "old.bin")
+	recent := filepath.Join(dir, "wazero", "recent.bin")
+	for i, p := range []string{old, recent} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, make([]byte, 1000), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(time.Duration(i-2) * time.Hour)
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := host.New(context.Background(), host.Options{CacheDir: dir, CacheMaxBytes: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the least recently used entry survived: %v", err)
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("the recent entry was evicted: %v", err)
 	}
 }

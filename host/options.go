@@ -32,6 +32,10 @@ type Options struct {
 	// block after one fails: "" or OnFailureSkip marks them SKIPPED;
 	// OnFailureContinue runs them (for independent calls).
 	OnFailure OnFailure
+	// CacheMaxBytes caps the host's cache folder: New evicts the least
+	// recently used entries above it. 0 means DefaultCacheMaxBytes; a
+	// negative value means no cap.
+	CacheMaxBytes int64
 }
 
 // OnFailure is what Exec does after a call of an ACTION block fails.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/policy"
@@ -45,6 +46,8 @@ type env struct {
 	format       string
 	failOn       string
 	onFailure    string
+	olderThan    time.Duration
+	maxSize      string
 	compact      bool
 	writeDigests bool
 }
@@ -54,7 +57,7 @@ func commands() []command {
 	return []command{
 		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
-		versionCommand(),
+		cacheCommand(), versionCommand(),
 	}
 }
 
