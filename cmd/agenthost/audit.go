@@ -47,9 +47,10 @@ func runAudit(ctx context.Context, e *env, args []string) error {
 	}
 	if gate != 0 {
 		if found := rep.AtOrAbove(gate); len(found) > 0 {
-			fmt.Fprintf(e.stderr, "agenthost: audit: %d finding(s) at or above %s:\n", len(found), gate)
+			w := e.messages()
+			fmt.Fprintf(w, "agenthost: audit: %d finding(s) at or above %s:\n", len(found), gate)
 			for _, f := range found {
-				fmt.Fprintf(e.stderr, "  %s\n", escapeText(f.String()))
+				fmt.Fprintf(w, "  %s\n", escapeText(f.String()))
 			}
 			return exitError{1}
 		}

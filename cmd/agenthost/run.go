@@ -81,7 +81,28 @@ func (e configError) Unwrap() error { return e.err }
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	err := dispatch(ctx, e, args)
-	return exitCode(err, stderr)
+	return exitCode(err, e.messages())
+}
+
+// messages is where the CLI's own messages go: plain "agenthost: ..."
+// lines on stderr, or JSON log lines with --log-json, so that every stderr
+// line is JSON then.
+func (e *env) messages() io.Writer {
+	if !e.logJSON {
+		return e.stderr
+	}
+	return jsonLines{hclog.New(&hclog.LoggerOptions{Name: "agenthost", Level: hclog.Error, Output: e.stderr, JSONFormat: true})}
+}
+
+// jsonLines turns each write into one error-level JSON log line, dropping
+// the "agenthost: " prefix the plain form carries.
+type jsonLines struct{ log hclog.Logger }
+
+func (j jsonLines) Write(p []byte) (int, error) {
+	if msg := strings.TrimSpace(strings.TrimPrefix(string(p), "agenthost: ")); msg != "" {
+		j.log.Error(msg)
+	}
+	return len(p), nil
 }
 
 // exitCode is the one place that maps errors to exit codes.

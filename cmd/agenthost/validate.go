@@ -42,7 +42,7 @@ func runValidate(ctx context.Context, e *env, args []string) error {
 				continue
 			}
 			if changed {
-				fmt.Fprintf(e.stderr, "agenthost: updated sha256 in %s\n", p)
+				fmt.Fprintf(e.messages(), "agenthost: updated sha256 in %s\n", p)
 			}
 		}
 		t, err := manifest.Load(p)
