@@ -50,6 +50,7 @@ type env struct {
 	maxSize      string
 	compact      bool
 	writeDigests bool
+	runExamples  bool
 }
 
 // commands is the command table, in help order.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/registry"
@@ -12,9 +13,10 @@ import (
 
 func validateCommand() command {
 	return command{
-		name: "validate", usage: "validate PATH... [--write-digests]", summary: "check manifests: schema, paths, digest, examples",
+		name: "validate", usage: "validate PATH... [--write-digests] [--run-examples]", summary: "check manifests: schema, paths, digest, examples (--run-examples runs them)",
 		flags: func(fs *flag.FlagSet, e *env) {
 			fs.BoolVar(&e.writeDigests, "write-digests", false, "first rewrite each wasm manifest's handler.sha256 from its module")
+			fs.BoolVar(&e.runExamples, "run-examples", false, "also run each example and compare its expectedOutput")
 		},
 		run: runValidate,
 	}
@@ -33,6 +35,7 @@ func runValidate(ctx context.Context, e *env, args []string) error {
 		paths = append(paths, found...)
 	}
 	failed := 0
+	var valid []*manifest.Tool
 	for _, p := range paths {
 		if e.writeDigests {
 			changed, err := manifest.WriteDigest(p)
@@ -51,9 +54,59 @@ func runValidate(ctx context.Context, e *env, args []string) error {
 			failed++
 			continue
 		}
-		fmt.Fprintf(e.stdout, "ok   %s (%s %s)\n", p, t.ToolID, t.Version)
+		fmt.Fprintf(e.stdout, "ok   %s (%s %s)\n", p, t.ToolID, escapeText(t.Version))
+		valid = append(valid, t)
 	}
 	fmt.Fprintf(e.stdout, "%d manifests, %d invalid\n", len(paths), failed)
+	if e.runExamples && len(valid) > 0 {
+		if err := e.runManifestExamples(ctx, args, valid); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return exitError{1}
+	}
+	return nil
+}
+
+// runManifestExamples runs the examples of the valid manifests through a
+// host over the validated folders (so the policy applies as in use) and
+// prints one line per example and a "N passed, M failed" total.
+func (e *env) runManifestExamples(ctx context.Context, args []string, tools []*manifest.Tool) error {
+	var dirs []string
+	for _, a := range args {
+		if st, err := os.Stat(a); err == nil && !st.IsDir() {
+			a = filepath.Dir(a)
+		}
+		dirs = append(dirs, a)
+	}
+	saved := e.dirs
+	e.dirs = dirs
+	h, err := e.newHost(ctx)
+	e.dirs = saved
+	if err != nil {
+		return err
+	}
+	defer h.Close(ctx)
+	passed, failed := 0, 0
+	for _, t := range tools {
+		results, err := h.RunExamples(ctx, t.ToolID+"@"+t.Version)
+		if err != nil {
+			fmt.Fprintf(e.stdout, "FAIL %s: %s\n", t.ToolID, escapeText(err.Error()))
+			failed++
+			continue
+		}
+		for _, r := range results {
+			if r.Passed {
+				passed++
+				fmt.Fprintf(e.stdout, "ok   %s example %d: %s\n", r.ToolID, r.Index+1, escapeText(r.Description))
+				continue
+			}
+			failed++
+			fmt.Fprintf(e.stdout, "FAIL %s example %d: %s: %s\n", r.ToolID, r.Index+1, escapeText(r.Description), escapeText(r.Reason))
+		}
+	}
+	fmt.Fprintf(e.stdout, "examples: %d passed, %d failed\n", passed, failed)
 	if failed > 0 {
 		return exitError{1}
 	}

@@ -1,0 +1,3 @@
+import json, sys
+args = json.load(sys.stdin)
+print(json.dumps({"upper": args["text"].upper()}))
