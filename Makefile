@@ -24,7 +24,8 @@ toolpacks: ## build every plugin into toolpacks/ (GOOS=wasip1) and rewrite the m
 plugins: toolpacks ## alias of toolpacks
 
 demo: toolpacks ## run the calls of testdata/llm/demo.txt, then audit every tool
-	$(GO) run ./cmd/agenthost exec --dir toolpacks < testdata/llm/demo.txt
+	$(GO) run ./cmd/agenthost exec --dir toolpacks --policy examples/demo/policy.yaml testdata/llm/demo.txt
+	@echo "--- what fs:write saved in examples/demo/workspace/out/plan.md:"; cat examples/demo/workspace/out/plan.md; echo
 	$(GO) run ./cmd/agenthost audit --dir toolpacks
 
 test: toolpacks ## run all tests with the race detector
