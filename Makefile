@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 BENCH_OUT ?= bench.txt
 
 .DEFAULT_GOAL := help
-.PHONY: help build toolpacks plugins demo test bench fuzz lint fmt fmtcheck check clean
+.PHONY: help build toolpacks plugins guests demo test bench fuzz lint fmt fmtcheck check clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,12 +23,15 @@ toolpacks: ## build every plugin into toolpacks/ (GOOS=wasip1) and rewrite the m
 
 plugins: toolpacks ## alias of toolpacks
 
+guests: ## build the example guests in C, Rust and AssemblyScript (examples/guests); a missing toolchain is skipped with a note
+	$(GO) run ./plugins/internal/guests -dir examples/guests && $(GO) run ./cmd/agenthost validate --write-digests examples/guests
+
 demo: toolpacks ## run the calls of testdata/llm/demo.txt, then audit every tool
 	$(GO) run ./cmd/agenthost exec --dir toolpacks --policy examples/demo/policy.yaml testdata/llm/demo.txt
 	@echo "--- what fs:write saved in examples/demo/workspace/out/plan.md:"; cat examples/demo/workspace/out/plan.md; echo
 	$(GO) run ./cmd/agenthost audit --dir toolpacks
 
-test: toolpacks ## run all tests with the race detector
+test: toolpacks guests ## run all tests with the race detector
 	$(GO) test -race ./...
 
 bench: toolpacks ## run every benchmark 10 times into bench.txt (BENCH_OUT=...), for benchstat
@@ -56,6 +59,6 @@ check: fmtcheck lint test ## what CI runs: fmtcheck, lint, test, then go.mod/go.
 	$(GO) mod tidy
 	git diff --exit-code go.mod go.sum
 
-clean: ## remove bin/, the built toolpack modules and bench.txt
+clean: ## remove bin/, the built toolpack and example-guest modules and bench.txt
 	rm -rf bin $(BENCH_OUT)
-	find toolpacks -name '*.wasm' -delete
+	find toolpacks examples/guests -name '*.wasm' -delete
