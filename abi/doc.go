@@ -1,5 +1,5 @@
 // Package abi is the wire contract of agenthost: the result envelope, the
-// error codes of SPEC §6, and the JSON Schemas of the manifest, the policy
+// error codes of the result envelope, and the JSON Schemas of the manifest, the policy
 // and the envelope. It imports only the standard library, so it can also be
 // compiled into guests (GOOS=wasip1).
 //

@@ -5,7 +5,7 @@ import "encoding/json"
 // Status is the outcome of a call or of a whole turn.
 type Status string
 
-// The statuses of SPEC §6. StatusPartial is only used for a turn of several
+// The statuses of a result envelope. StatusPartial is only used for a turn of several
 // calls where some succeeded.
 const (
 	StatusSuccess Status = "success"
@@ -14,7 +14,7 @@ const (
 )
 
 // Envelope is the result of one tool call, as returned by the library, the
-// CLI and the HTTP API (SPEC §6).
+// CLI and the HTTP API.
 type Envelope struct {
 	ToolID     string          `json:"toolId"`
 	Status     Status          `json:"status"`

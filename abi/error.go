@@ -4,10 +4,10 @@ import (
 	"fmt"
 )
 
-// Code is one of the error codes of SPEC §6.
+// Code is one of the error codes of the result envelope.
 type Code string
 
-// The error codes of SPEC §6.
+// The error codes of the result envelope.
 const (
 	CodeMalformedAction  Code = "MALFORMED_ACTION"
 	CodeUnknownTool      Code = "UNKNOWN_TOOL"
@@ -25,7 +25,7 @@ const (
 	CodeInternal         Code = "INTERNAL"
 )
 
-// Codes lists every code in the order of SPEC §6.
+// Codes lists every code in their documented order.
 var Codes = []Code{
 	CodeMalformedAction, CodeUnknownTool, CodeInvalidArguments, CodePermissionDenied,
 	CodeTimeout, CodeCancelled, CodeFuelExhausted, CodeMemoryLimit, CodeOutputLimit, CodeToolError,

@@ -16,7 +16,7 @@ import (
 
 // Call runs the tool id ("id" or "id@version") with args, a JSON object
 // (empty or null means {}). It always returns an envelope: bad arguments,
-// unknown tools and every tool failure are failure envelopes with a SPEC §6
+// unknown tools and every tool failure are failure envelopes with an error
 // code, never a Go error or a panic.
 func (h *Host) Call(ctx context.Context, id string, args json.RawMessage) abi.Envelope {
 	start := time.Now()
@@ -91,7 +91,7 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelop
 }
 
 // arguments coerces and validates args against the tool's parameters and
-// returns them as compact JSON with sorted keys (SPEC §5).
+// returns them as compact JSON with sorted keys.
 func arguments(t *manifest.Tool, args any) ([]byte, *abi.Error) {
 	if args == nil {
 		args = map[string]any{}

@@ -11,7 +11,7 @@
 //	turn := h.Exec(ctx, llmOutput) // parse <ACTION>, run the calls, observation text
 //
 // Every call yields an [abi.Envelope]; a failing or hostile tool gives a
-// failure envelope with one of the SPEC §6 codes and never takes the host
+// failure envelope with one of the documented error codes and never takes the host
 // down. See the package documentation of [github.com/agenthost/agenthost/abi]
 // for the wire types and docs/ for the policy and ABI references.
 package host

@@ -12,7 +12,7 @@ import (
 )
 
 // TestPackageDocs checks that every Go package in the repository has a
-// package comment (STYLE.md §14).
+// package comment.
 func TestPackageDocs(t *testing.T) {
 	root := hosttest.Root(t)
 	documented := map[string]bool{}

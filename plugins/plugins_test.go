@@ -287,7 +287,7 @@ func validate(t *testing.T, what string, s *jsonschema.Schema, raw []byte) {
 }
 
 // runWasm runs one call: args (re-encoded compact with sorted keys, as the
-// host sends them) on stdin, a fresh instance, the SPEC §4 mounts, memory
+// host sends them) on stdin, a fresh instance, the standard mounts, memory
 // capped by the runtime. A command runs _start; a reactor runs
 // _initialize, then agenthost_init and agenthost_call, whose result is
 // the exit code.

@@ -18,7 +18,7 @@ func execCommand() command {
 	}
 }
 
-// execResult is the SPEC §8 output of exec.
+// execResult is what exec prints.
 type execResult struct {
 	ResponseText  string         `json:"responseText"`
 	Results       []abi.Envelope `json:"results"`

@@ -1,6 +1,6 @@
 // Command agenthost loads toolpacks, runs tool calls in the WebAssembly
 // sandbox, parses LLM output for <ACTION> blocks and audits grants.
-// See the README and SPEC §8 for the command contract.
+// See the README for the command contract.
 package main
 
 import (

@@ -1,6 +1,6 @@
 package action
 
-// Default limits of SPEC §7 rules 11 and 17, used when an [Options] field is
+// Default limits of the protocol (nesting, calls and bytes per block), used when an [Options] field is
 // zero or negative.
 const (
 	DefaultMaxCalls = 16
@@ -66,7 +66,7 @@ type Result struct {
 }
 
 // Parse extracts the first eligible ACTION block of output and returns its
-// calls (SPEC §7 rules 1–17). Output without a block is a plain text reply:
+// calls. Output without a block is a plain text reply:
 // a Result with ResponseText and no calls, and a nil error.
 //
 // Every failure is an *abi.Error with Code MALFORMED_ACTION, a

@@ -106,7 +106,7 @@ func render(t testing.TB, res *action.Result, err error) []byte {
 func TestGoldens(t *testing.T) {
 	cases := loadGoldens(t)
 	if len(cases) < 60 {
-		t.Errorf("only %d golden cases; SPEC coverage wants at least 60", len(cases))
+		t.Errorf("only %d golden cases; protocol coverage wants at least 60", len(cases))
 	}
 	for _, c := range cases {
 		t.Run(strings.TrimSuffix(filepath.Base(c.path), ".txtar"), func(t *testing.T) {

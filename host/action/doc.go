@@ -1,5 +1,5 @@
 // Package action finds the <ACTION> block in raw LLM output and turns it into
-// tool calls, following the ACTION protocol of SPEC §7 (rules 1–17).
+// tool calls, following the ACTION protocol (docs/ACTION.md).
 //
 // Parsing is pure: [Parse] takes no context, does no I/O and never coerces
 // types — every leaf argument is a string, lists are []any and objects are
@@ -16,5 +16,5 @@
 //
 // [Render] writes calls back as a canonical form-A block, for few-shot
 // prompts and round-trip tests. The protocol as implemented, with every
-// decision the SPEC left open, is documented in docs/ACTION.md.
+// decision the protocol leaves open, is documented in docs/ACTION.md.
 package action

@@ -4,7 +4,7 @@ import (
 	"strings"
 )
 
-// This file finds the block (SPEC §7 rules 1–8): it walks the output as
+// This file finds the block: it walks the output as
 // markdown-ish text, skipping fenced code blocks, inline code spans and
 // closed <think>/<thinking> regions, until the first eligible <ACTION> start
 // tag, a cut-off start tag or a stray </ACTION>.

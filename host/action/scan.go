@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// This file is the tokenizer for the inside of a block (SPEC §7 rules 5,
+// This file is the tokenizer for the inside of a block (protocol rules 5,
 // 6 and 8–17): strict XML 1.0 element content with the two repairs of
 // rule 9, building values as each element closes.
 

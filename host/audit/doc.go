@@ -1,4 +1,4 @@
-// Package audit builds the security reviewer's report of SPEC §8
+// Package audit builds the security reviewer's report
 // (agenthost audit): for every tool, what its manifest requests against
 // what the policy grants — files, network, environment, limits and fuel —
 // with each denial and its reason, risk flags, the module digest, and the

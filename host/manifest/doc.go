@@ -1,4 +1,4 @@
-// Package manifest parses and validates *.tool.json manifests (SPEC §2–3).
+// Package manifest parses and validates *.tool.json manifests.
 //
 // [Parse] checks a manifest's bytes against the embedded JSON Schema
 // (abi/manifest.schema.json; unknown fields are errors at every level),

@@ -9,7 +9,7 @@ import (
 // Error is a manifest that failed to parse, validate or load. It names the
 // file, the JSON Pointer of the offending field ("" for the whole file) and
 // the reason. errors.Is(err, abi.ErrLoadError) holds for every *Error, so a
-// caller maps it to the LOAD_ERROR code of SPEC §6.
+// caller maps it to the LOAD_ERROR code.
 type Error struct {
 	Path    string // manifest file, as given (absolute after Parse)
 	Pointer string // JSON Pointer into the manifest, "" for the file

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Reserved namespaces (SPEC §2).
+// Reserved namespaces.
 const (
 	// NamespaceWorkflow holds workflow tools (handler type "workflow").
 	NamespaceWorkflow = "workflow"
@@ -18,7 +18,7 @@ const (
 // maxIDLen bounds a tool ID.
 const maxIDLen = 128
 
-// ValidID checks the tool ID grammar of SPEC §2: "namespace:name", both
+// ValidID checks the tool ID grammar: "namespace:name", both
 // parts of lower-case letters, digits, '.', '_' and '-', each starting with
 // a letter. It does not check reserved namespaces (see [Tool.Validate]).
 func ValidID(id string) error {

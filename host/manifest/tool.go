@@ -2,7 +2,7 @@ package manifest
 
 import "encoding/json"
 
-// Handler types (SPEC §3).
+// Handler types.
 const (
 	HandlerWasm          = "wasm"
 	HandlerScript        = "external-script"
@@ -10,7 +10,7 @@ const (
 	HandlerWorkflow      = "workflow"
 )
 
-// WASM guest ABIs (SPEC §5).
+// WASM guest ABIs.
 const (
 	ABIWasiCommand = "wasi-command"
 	ABIExtism      = "extism"

@@ -55,11 +55,11 @@ var (
 	reTag      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$`)
 )
 
-// reservedGuestPaths are the guest mount points of SPEC §4 that a
+// reservedGuestPaths are the standard guest mount points that a
 // fileAccess.mounts entry may not shadow.
 var reservedGuestPaths = []string{"/workspace", "/tool", "/cache", "/tmp"}
 
-// Validate checks the semantic rules of SPEC §2–3 that the JSON Schema
+// Validate checks the semantic rules of a manifest that the JSON Schema
 // cannot express, fills in defaults (entryPoint "call" for extism,
 // outputFormat "json"), and compiles the parameters and output schemas.
 // [Parse] calls it; a host that builds a Tool in Go (for example a
@@ -389,7 +389,7 @@ func (t *Tool) validateSecurity() error {
 	return nil
 }
 
-// CheckAccessPath checks the syntax of a fileAccess path (SPEC §3): a
+// CheckAccessPath checks the syntax of a fileAccess path: a
 // workspace-relative glob, or one that starts with $TOOL/, $CACHE/ or
 // $TMP/ (or is exactly $TOOL, $CACHE or $TMP); never absolute, never with a
 // '..' segment or a backslash; '$' only in that prefix.

@@ -1,6 +1,6 @@
 // Package policy reads the operator's policy file and turns a tool's
 // requested securityContext into its effective [Grant]: request ∩ ceiling,
-// with every denial recorded (SPEC §3–4). The reference of the file and of
+// with every denial recorded. The reference of the file and of
 // the matching rules is docs/POLICY.md; its JSON Schema is
 // abi/policy.schema.json.
 //

@@ -5,7 +5,7 @@ import "time"
 // Root names the folder a path rule is relative to.
 type Root string
 
-// The roots of SPEC §3. In a WASI guest they are mounted at /workspace,
+// The roots of requested paths. In a WASI guest they are mounted at /workspace,
 // /tool, /cache and /tmp.
 const (
 	RootWorkspace Root = "workspace"

@@ -31,7 +31,7 @@ const (
 // beyond it are denied.
 const maxRequestItems = 256
 
-// Guest paths of the roots in a WASI guest (SPEC §4). Mounts may not
+// Guest paths of the roots in a WASI guest. Mounts may not
 // shadow them.
 var reservedGuestPaths = [...]string{"/workspace", "/tool", "/cache", "/tmp"}
 

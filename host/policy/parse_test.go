@@ -12,7 +12,7 @@ import (
 	"github.com/agenthost/agenthost/host/policy"
 )
 
-const fullYAML = `# every key of SPEC §4
+const fullYAML = `# every key of the policy file
 workspace: ./work
 fileAccess:
   allowRead: ["**"]

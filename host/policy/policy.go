@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 )
 
-// Built-in defaults of SPEC §4, used by [Default] and wherever a limit in a
+// Built-in defaults, used by [Default] and wherever a limit in a
 // Policy is zero.
 const (
 	DefaultTimeoutMs      = 10_000
@@ -17,7 +17,7 @@ const (
 	DefaultPoolMemoryMb   = 64
 )
 
-// Policy is the operator's policy file (SPEC §4): the ceiling every tool's
+// Policy is the operator's policy file: the ceiling every tool's
 // request is intersected with. Build one with [Parse], [Load] or [Default];
 // a Policy built by hand should be checked with [Policy.Validate].
 //
@@ -144,7 +144,7 @@ type ToolNetworkAccess struct {
 	AllowPrivateAddresses *bool    `json:"allowPrivateAddresses,omitempty"`
 }
 
-// Default returns the built-in policy of SPEC §4: the current directory as
+// Default returns the built-in policy: the current directory as
 // read-only workspace ("**"), no writes except $TMP, no network, no
 // environment, timeout 10 s, memory 256 MiB, output 1 MiB, fuel not
 // metered unless requested; maxima 60 s, 1024 MiB, 16 MiB and no fuel

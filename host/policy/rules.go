@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Root prefixes of requested paths (SPEC §3). A path without one is
+// Root prefixes of requested paths. A path without one is
 // relative to the workspace.
 const (
 	PrefixTool  = "$TOOL"

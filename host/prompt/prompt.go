@@ -1,4 +1,4 @@
-// Package prompt renders the system-prompt block of SPEC §7 rule 20: the
+// Package prompt renders the system-prompt block: the
 // tool catalogue (IDs usable as tags, descriptions, typed parameters with
 // required/optional, enums and defaults, one example call per tool) and the
 // ACTION protocol instructions with few-shot examples, ready to paste into

@@ -64,7 +64,7 @@ func benchmarkLoad(b *testing.B, moduleSize int) {
 
 // BenchmarkLoadDir100 loads a 100-tool directory into a new registry per
 // iteration (tiny modules: manifest parsing, schema compilation, path
-// checks and hashing). SPEC §9 target: under 1 s cold.
+// checks and hashing). Target: under 1 s cold.
 func BenchmarkLoadDir100(b *testing.B) { benchmarkLoad(b, 1024) }
 
 // BenchmarkLoadDir100_3MiB is the same with 3 MiB modules, the size of a

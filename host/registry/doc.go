@@ -1,4 +1,4 @@
-// Package registry is the tool table of one host (SPEC §2): tools by ID
+// Package registry is the tool table of one host: tools by ID
 // and by id@version, duplicate detection that names both files, the
 // manifests that failed to load, and did-you-mean suggestions for unknown
 // IDs.

@@ -9,7 +9,7 @@ import (
 )
 
 // GuestError reads the {"error":{"code","message"}} body a failing guest
-// may write to stdout (SPEC §5). ok is false unless stdout is exactly such
+// may write to stdout. ok is false unless stdout is exactly such
 // an object with a non-empty message.
 func GuestError(stdout []byte) (code, message string, ok bool) {
 	var body struct {
@@ -44,7 +44,7 @@ func ExitFailure(status uint32, stdout []byte, logs []string) *abi.Error {
 	return abi.Errorf(abi.CodeToolError, "exit status %d", status)
 }
 
-// Refused applies the SPEC §4 rule: a failed call that saw refused
+// Refused applies the refused-access rule: a failed call that saw refused
 // accesses fails with PERMISSION_DENIED, whatever the guest made of the
 // refusal. denials holds the (first) refusal lines and count the number
 // of refusals, which may be larger; both and the original code go into

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// BenchmarkValidate_santhosh is the reference of SPEC §9: the same
+// BenchmarkValidate_santhosh is the reference of the performance targets: the same
 // 10-property validation with santhosh v6 used directly (no fast path), to
 // read BenchmarkValidate as a ratio measured in the same run.
 func BenchmarkValidate_santhosh(b *testing.B) {

@@ -8,7 +8,7 @@ import (
 
 // Canonical returns v as compact JSON with the keys of every object sorted
 // and without HTML escaping, the form in which arguments are handed to a
-// guest (SPEC §5).
+// guest.
 //
 // encoding/json already writes map[string]any with sorted keys, so a value
 // made of maps, slices and scalars (what encoding/json decodes into, and

@@ -16,7 +16,7 @@ const maxCoerceDepth = 512
 const maxRefHops = 16
 
 // Coerce returns v converted where the schema asks for another type than
-// the one v has (SPEC §7 rule 18), so that XML-born string arguments
+// the one v has, so that XML-born string arguments
 // validate:
 //
 //   - a string becomes an integer or number (as json.Number, exact) when it

@@ -8,7 +8,7 @@
 // itself, the embedded meta-schemas, and the mem:// resources registered on
 // a [Compiler].
 //
-// The usual sequence for a tool call is [Schema.Coerce] (SPEC §7 rule 18)
+// The usual sequence for a tool call is [Schema.Coerce]
 // then [Schema.Validate], then [Canonical] to re-encode the arguments for
 // the guest:
 //

@@ -9,7 +9,7 @@ import (
 // TruncatedMarker ends the last kept line once a [Lines] budget is used up.
 const TruncatedMarker = "…[truncated]"
 
-// DefaultLogBytes is the log budget of a call (SPEC §4: 64 KiB in all).
+// DefaultLogBytes is the log budget of a call.
 const DefaultLogBytes = 64 << 10
 
 // Lines collects log lines under a total byte budget. Bytes written with

@@ -12,7 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 )
 
-// The interruption benchmarks of SPEC §9 run each guest four ways:
+// The interruption benchmarks run each guest four ways:
 //
 //	unlimited           the original module, nothing can stop a loop
 //	timeout             instrumented, a Budget without fuel, a deadline
@@ -66,7 +66,7 @@ func benchInterruption(b *testing.B, g benchGuest) {
 			}
 		})
 	}
-	// The ratios of SPEC §9, measured on a shared machine: each op runs
+	// The target ratios, measured on a shared machine: each op runs
 	// the unlimited, timeout and fuel cases once, back to back, so that
 	// load from other processes falls on all of them alike, and reports
 	// each case's CPU time (of the thread running the guest, so garbage
@@ -164,7 +164,7 @@ type unexpected struct{ got, want string }
 
 func (u *unexpected) Error() string { return "output " + u.got + ", want " + u.want }
 
-// BenchmarkGoPrimes is the SPEC §9 interruption target: a Go wasip1 guest
+// BenchmarkGoPrimes is the interruption target: a Go wasip1 guest
 // counting the primes below 3,000,000 by trial division.
 func BenchmarkGoPrimes(b *testing.B) {
 	benchInterruption(b, benchGuest{

@@ -19,7 +19,7 @@
 // Refusals are *abi.Error values with code PERMISSION_DENIED that name the
 // host and the reason; caps give OUTPUT_LIMIT or TIMEOUT. The Guard counts
 // refusals ([Guard.Denials]) so a runner can report a failed call as
-// PERMISSION_DENIED (SPEC §4).
+// PERMISSION_DENIED.
 //
 // Three entry points serve different callers:
 //   - [Guard.Client]: an *http.Client for host functions (Extism);

@@ -27,7 +27,7 @@ const (
 	DefaultMaxResponseBytes int64 = 16 << 20
 	// DefaultTimeout caps one request: connect, redirects and body.
 	DefaultTimeout = 30 * time.Second
-	// MaxRedirects is the number of redirect hops followed (SPEC §4).
+	// MaxRedirects is the number of redirect hops followed.
 	MaxRedirects = 5
 )
 

@@ -18,5 +18,5 @@
 //
 // Refusals return EACCES to the guest and are recorded in the call's
 // [Denials], which the runner turns into PERMISSION_DENIED when the call
-// fails (SPEC §4).
+// fails.
 package sandboxfs

@@ -17,7 +17,7 @@ import (
 	"github.com/agenthost/agenthost/host/runner/extism"
 )
 
-// benchInput is the JSON echo workload of SPEC §9.
+// benchInput is the JSON echo workload of the performance targets.
 var benchInput = []byte(`{"message":"hello","meta":{"k":null},"n":3,"ok":true,"tags":["a","b"]}`)
 
 // benchCache shares compiled code between the benchmarks' runtimes.
@@ -82,8 +82,7 @@ func pairedCalls(b *testing.B, names []string, calls []func()) {
 
 // BenchmarkEchoPaired measures the same paths as BenchmarkEcho
 // interleaved, and reports medians and ratios: "reused" compares the ABI
-// cost per call on one instance (SPEC §9: Extism within 1.2x of raw
-// wazero), "fresh" the cost of a call in a new instance.
+// cost per call on one instance, "fresh" the cost of a call in a new instance.
 func BenchmarkEchoPaired(b *testing.B) {
 	ctx := context.Background()
 	cache := benchCache(b)
@@ -243,7 +242,7 @@ func wasiFresh(b *testing.B, ctx context.Context, cache wazero.CompilationCache)
 }
 
 // BenchmarkEcho measures, one after the other, for the same Go JSON echo:
-//   - raw wazero with a reused instance (the SPEC §9 reference path);
+//   - raw wazero with a reused instance (the reference path);
 //   - this runner's Extism ABI on a reused instance (ABI cost per call);
 //   - go-sdk v1.7.1 with a reused plugin;
 //   - this runner's Run (a fresh instance per call, as the product runs);

@@ -1,5 +1,5 @@
 // Package extism runs tools whose handler is {"type": "wasm", "abi":
-// "extism"}: plugins built with any Extism PDK, unmodified (SPEC §5).
+// "extism"}: plugins built with any Extism PDK, unmodified.
 //
 // The runner hosts the Extism ABI itself on wazero rather than through
 // go-sdk's Plugin type, for three reasons documented in docs/ABI.md

@@ -3,7 +3,7 @@
 // bun → bun) under the same [policy.Grant] as WASM tools, confined by the
 // kernel through package isolate.
 //
-// A call follows the wasi-command convention of SPEC §5: the arguments
+// A call follows the wasi-command convention: the arguments
 // as one JSON object on stdin, one JSON value on stdout, stderr into the
 // result's logs (64 KiB, truncated with a marker), a non-zero exit is
 // TOOL_ERROR (with the message of a {"error":{"code","message"}} object

@@ -1,4 +1,4 @@
-// Package wasm runs wasi-command tools (SPEC §5) on wazero.
+// Package wasm runs wasi-command tools on wazero.
 //
 // A [Runner] owns one wazero runtime (optimizing compiler, optional
 // on-disk compilation cache) and compiles each distinct module once,

@@ -26,7 +26,7 @@ import (
 	"github.com/agenthost/agenthost/host/runner"
 )
 
-// Defaults for a zero limit in a grant (the SPEC §4 default policy).
+// Defaults for a zero limit in a grant (the default policy).
 const (
 	DefaultTimeout        = 10 * time.Second
 	DefaultMemoryBytes    = 256 << 20
@@ -249,7 +249,7 @@ type mount struct {
 	cfg sandboxfs.Config // without Checker and Denials
 }
 
-// Standard guest paths (SPEC §4).
+// Standard guest paths.
 const (
 	guestWorkspace = "/workspace"
 	guestTool      = "/tool"

@@ -11,7 +11,7 @@ import (
 	"github.com/agenthost/agenthost/abi/guest"
 )
 
-// Guest mount points of SPEC §4.
+// Guest mount points.
 const (
 	Workspace = "/workspace"
 	Tool      = "/tool"

@@ -1,6 +1,6 @@
 // Command primes counts the primes below N (first argument, default
 // 3000000) by trial division and prints the count: the compute-heavy Go
-// guest of the metering benchmarks (SPEC §9). With the argument "map" it
+// guest of the metering benchmarks. With the argument "map" it
 // also fills and sums a map, whose layout depends on the runtime's
 // random seed.
 package main

@@ -1,0 +1,55 @@
+package host_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/host/hosttest"
+)
+
+// TestDocsStandAlone keeps the project's docs and doc comments readable
+// without documents a user does not have: no citations of the internal
+// specification ("SPEC §n") or style guide.
+func TestDocsStandAlone(t *testing.T) {
+	root := hosttest.Root(t)
+	cite := regexp.MustCompile(`SPEC\b|STYLE\.md|§`)
+	public := regexp.MustCompile(`(?i)(SemVer|semver\.org) §`) // public specifications may be cited
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (name == "node_modules" || strings.HasPrefix(name, ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(name) {
+		case ".go", ".md", ".json", ".yaml", ".txtar", ".ts", ".js", ".html":
+		default:
+			return nil
+		}
+		if name == "docs_cite_test.go" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if cite.MatchString(public.ReplaceAllString(line, "")) {
+				rel, _ := filepath.Rel(root, path)
+				t.Errorf("%s:%d cites a document users do not have: %s", rel, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
