@@ -1,5 +1,5 @@
 // Package observation writes the text fed back to the model after a turn
-//. Every wording the model sees lives here, so that it
+// . Every wording the model sees lives here, so that it
 // stays consistent and can be pinned by tests.
 //
 //	Observation: Tool core:echo executed successfully. Result: {"a":1}
