@@ -3,6 +3,8 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,20 +24,20 @@ func (h *Host) Call(ctx context.Context, id string, args json.RawMessage) abi.En
 	start := time.Now()
 	t, err := h.reg.Lookup(id)
 	if err != nil {
-		return finish(failure(id, err), start)
+		return h.logged(finish(failure(id, err), start))
 	}
 	var v any
 	if len(bytes.TrimSpace(args)) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(args))
 		dec.UseNumber()
 		if err := dec.Decode(&v); err != nil {
-			return finish(abi.Failure(t.ToolID, abi.Errorf(abi.CodeInvalidArguments, "arguments are not valid JSON: %s", err.Error())), start)
+			return h.logged(finish(abi.Failure(t.ToolID, abi.Errorf(abi.CodeInvalidArguments, "arguments are not valid JSON: %s", err.Error())), start))
 		}
 		if dec.More() {
-			return finish(abi.Failure(t.ToolID, abi.Errorf(abi.CodeInvalidArguments, "arguments hold more than one JSON value")), start)
+			return h.logged(finish(abi.Failure(t.ToolID, abi.Errorf(abi.CodeInvalidArguments, "arguments hold more than one JSON value")), start))
 		}
 	}
-	return finish(h.call(ctx, t, v), start)
+	return h.logged(finish(h.call(ctx, t, v), start))
 }
 
 // CallArgs runs tool id with arguments already decoded (for example from
@@ -45,13 +47,13 @@ func (h *Host) CallArgs(ctx context.Context, id string, args map[string]any) abi
 	start := time.Now()
 	t, err := h.reg.Lookup(id)
 	if err != nil {
-		return finish(failure(id, err), start)
+		return h.logged(finish(failure(id, err), start))
 	}
 	var v any
 	if args != nil {
 		v = args
 	}
-	return finish(h.call(ctx, t, v), start)
+	return h.logged(finish(h.call(ctx, t, v), start))
 }
 
 // call is the shared pipeline: grant, coerce, validate, run, check output.
@@ -188,5 +190,26 @@ func asABIError(err error) *abi.Error {
 
 func finish(env abi.Envelope, start time.Time) abi.Envelope {
 	env.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+	return env
+}
+
+// logged writes the one info line of a finished call: a call ID, the tool,
+// status, code, duration and fuel. Arguments, output and logs stay out of
+// it (they may hold secrets).
+func (h *Host) logged(env abi.Envelope) abi.Envelope {
+	if !h.log.IsInfo() {
+		return env
+	}
+	code := ""
+	if env.Error != nil {
+		code = string(env.Error.Code)
+	}
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	args := []any{"call_id", hex.EncodeToString(id[:]), "tool", env.ToolID, "status", env.Status, "code", code, "duration_ms", env.DurationMs}
+	if env.Usage.Fuel != nil {
+		args = append(args, "fuel", *env.Usage.Fuel)
+	}
+	h.log.Info("call", args...)
 	return env
 }

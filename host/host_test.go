@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/hashicorp/go-hclog"
 )
 
 func TestCall(t *testing.T) {
@@ -234,5 +236,43 @@ func TestCacheSizeCap(t *testing.T) {
 	}
 	if _, err := os.Stat(recent); err != nil {
 		t.Errorf("the recent entry was evicted: %v", err)
+	}
+}
+
+// TestCallLogLine pins the one info line per call: a call ID, the tool, the
+// status, the code and the duration, each key once (tool= appeared twice).
+func TestCallLogLine(t *testing.T) {
+	var buf bytes.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: &buf, JSONFormat: true})
+	h, err := host.New(context.Background(), host.Options{Dirs: []string{hosttest.Toolpacks(t)}, Logger: log, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	h.Call(context.Background(), "fs:read", json.RawMessage(`{"path":"/etc/passwd"}`))
+	var calls int
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if strings.Count(line, `"tool":`) > 1 {
+			t.Errorf("a key repeats: %s", line)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if m["@message"] != "call" {
+			continue
+		}
+		calls++
+		for _, k := range []string{"call_id", "tool", "status", "code", "duration_ms"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("the call line lacks %q: %s", k, line)
+			}
+		}
+		if m["tool"] != "fs:read" || m["code"] != "PERMISSION_DENIED" {
+			t.Errorf("call line = %s", line)
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("%d call lines, want 1:\n%s", calls, buf.String())
 	}
 }

@@ -246,7 +246,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		return runner.Result{}, fmt.Errorf("wasm run %s: %w", p.toolID, err)
 	}
 	if req.Logger != nil && res.Err != nil {
-		req.Logger.Debug("wasm call failed", "tool", p.toolID, "code", res.Err.Code, "denied", c.mounts.denials.Count())
+		req.Logger.Debug("wasm call failed", "code", res.Err.Code, "denied", c.mounts.denials.Count())
 	}
 	return res, nil
 }

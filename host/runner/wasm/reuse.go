@@ -391,7 +391,7 @@ func (fp *fastPath) runReused(ctx context.Context, p *prepared, req runner.Reque
 		return runner.Result{}, true, fmt.Errorf("wasm run %s: %w", p.toolID, err)
 	}
 	if req.Logger != nil && res.Err != nil {
-		req.Logger.Debug("wasm call failed", "tool", p.toolID, "code", res.Err.Code, "denied", c.mounts.denials.Count())
+		req.Logger.Debug("wasm call failed", "code", res.Err.Code, "denied", c.mounts.denials.Count())
 	}
 	return res, true, nil
 }
