@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -205,7 +206,15 @@ func (r *Registry) Add(t *manifest.Tool) error {
 
 func (r *Registry) addLocked(t *manifest.Tool) error {
 	versions := r.tools[t.ToolID]
-	for _, o := range versions {
+	for i, o := range versions {
+		if t.Path != "" && o.Path == t.Path && o.Version == t.Version {
+			// The same manifest loaded again: a no-op when nothing changed
+			// (the prepared tool stays warm), else the new one replaces it.
+			if !sameTool(o, t) {
+				versions[i] = t
+			}
+			return nil
+		}
 		if o.Version == t.Version || manifest.CompareVersions(o.Version, t.Version) == 0 {
 			return &manifest.Error{
 				Path:    t.Path,
@@ -221,6 +230,17 @@ func (r *Registry) addLocked(t *manifest.Tool) error {
 	})
 	r.tools[t.ToolID] = versions
 	return nil
+}
+
+// sameTool reports whether two loads of one manifest file are identical:
+// the same manifest content and the same module or script digest.
+func sameTool(a, b *manifest.Tool) bool {
+	if a.Digest() != b.Digest() {
+		return false
+	}
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
 
 // where names a tool's origin in messages.

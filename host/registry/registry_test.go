@@ -105,7 +105,7 @@ func TestLookup(t *testing.T) {
 		{id: "", code: abi.CodeUnknownTool, msg: "unknown tool ''"},
 		{id: "fs:read", code: abi.CodeLoadError, msg: "tool 'fs:read' failed to load: manifest "},
 		{id: "fs:read@1.0.0", code: abi.CodeLoadError, msg: "missing required field 'abi'"},
-		{id: "hash:digest", code: abi.CodeLoadError, msg: "has sha256"},
+		{id: "hash:digest", code: abi.CodeLoadError, msg: "changed since its manifest was written"},
 		{id: "text:stats", version: "1.0.0"},
 		{id: "skip:me", code: abi.CodeUnknownTool},
 		{id: "skip:hidden", code: abi.CodeUnknownTool},
@@ -282,5 +282,38 @@ func TestLoadDir_symlinks(t *testing.T) {
 	r2 := registry.New()
 	if n, failures := r2.LoadDir(root); n != 0 || len(failures) != 0 {
 		t.Errorf("linked folders followed: loaded %d, failures %v", n, failures)
+	}
+}
+
+// TestLoadDirTwice pins reloading: loading the same folder again is not a
+// duplicate error naming one path twice; an unchanged tool keeps its
+// identity (a no-op), a changed one replaces it.
+func TestLoadDirTwice(t *testing.T) {
+	dir := t.TempDir()
+	write := func(desc string) {
+		m := `{"toolId":"t:one","displayName":"One","description":"` + desc + `","version":"1.0.0","handler":{"type":"service-method","serviceName":"s","methodName":"m"}}`
+		if err := os.WriteFile(filepath.Join(dir, "one.tool.json"), []byte(m), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first")
+	r := registry.New()
+	if _, f := r.LoadDir(dir); len(f) != 0 {
+		t.Fatal(f)
+	}
+	before, _ := r.Lookup("t:one")
+	if _, f := r.LoadDir(dir); len(f) != 0 {
+		t.Fatalf("loading the same folder again failed: %v", f)
+	}
+	if same, _ := r.Lookup("t:one"); same != before {
+		t.Fatal("an unchanged reload replaced the tool")
+	}
+	write("second")
+	if _, f := r.LoadDir(dir); len(f) != 0 {
+		t.Fatal(f)
+	}
+	after, _ := r.Lookup("t:one")
+	if after.Description != "second" {
+		t.Fatalf("a changed manifest was not reloaded: %q", after.Description)
 	}
 }
