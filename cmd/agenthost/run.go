@@ -58,7 +58,7 @@ func commands() []command {
 	return []command{
 		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
-		cacheCommand(), versionCommand(),
+		testCommand(), cacheCommand(), versionCommand(),
 	}
 }
 
