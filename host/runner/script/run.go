@@ -158,6 +158,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	if res.Logs == nil {
 		res.Logs = []string{}
 	}
+	p.hidePaths(tmp, &res)
 	return res, nil
 }
 

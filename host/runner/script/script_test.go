@@ -741,3 +741,28 @@ func TestConcurrentCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestRunHidesHostPaths pins that a script's error and logs name no host
+// folder outside the tool's own: the call's scratch folder and the
+// workspace become $TMP and $WORKSPACE (they leaked in tracebacks).
+func TestRunHidesHostPaths(t *testing.T) {
+	r := newRunner(t)
+	requireLang(t, script.LangPython)
+	code := `import os, sys
+tmp = os.getcwd()
+ws = os.environ.get("AGENTHOST_WORKSPACE", "")
+sys.stderr.write("scratch at " + tmp + "\n")
+raise FileNotFoundError(os.path.join(ws, "missing.csv"))`
+	f := newFixture(t, script.LangPython, code)
+	res := call(t, prepare(t, r, f), `{}`)
+	if res.Err == nil {
+		t.Fatal("the script did not fail")
+	}
+	text := res.Err.Message + "\n" + strings.Join(res.Logs, "\n")
+	if ws := f.grant.Workspace; ws != "" && strings.Contains(strings.ReplaceAll(text, f.tool.Dir, ""), ws) {
+		t.Errorf("the workspace path %s leaks:\n%s", ws, text)
+	}
+	if !strings.Contains(text, "$WORKSPACE/missing.csv") || !strings.Contains(text, "scratch at $TMP") {
+		t.Errorf("paths not rewritten to $WORKSPACE / $TMP:\n%s", text)
+	}
+}
