@@ -53,3 +53,46 @@ func TestDocsStandAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDocsCiteRealBenchmarks fails when docs/*.md name a benchmark
+// function that does not exist (BENCHMARKS.md once cited two).
+func TestDocsCiteRealBenchmarks(t *testing.T) {
+	root := hosttest.Root(t)
+	defined := map[string]bool{}
+	fn := regexp.MustCompile(`(?m)^func (Benchmark\w+)\(`)
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range fn.FindAllStringSubmatch(string(b), -1) {
+			defined[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	cited := regexp.MustCompile(`\bBenchmark[A-Z]\w*`)
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range cited.FindAllString(string(b), -1) {
+			if !defined[name] {
+				t.Errorf("%s cites %s, which no test file defines", filepath.Base(doc), name)
+			}
+		}
+	}
+}

@@ -154,9 +154,34 @@ func (h *Host) Load(dir string) error {
 	return nil
 }
 
-// Tools returns the loaded tools (the highest version of each ID), sorted
-// by ID.
-func (h *Host) Tools() []*manifest.Tool { return h.reg.Tools() }
+// Tools returns the tools a model may call (the highest version of each
+// ID), sorted by ID: every loaded tool except those the policy denies and
+// network tools whose grant holds no host at all (every call would be
+// refused). [Host.Filter] lists every loaded tool, callable or not.
+func (h *Host) Tools() []*manifest.Tool {
+	all := h.reg.Tools()
+	out := make([]*manifest.Tool, 0, len(all))
+	for _, t := range all {
+		if h.callable(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// callable reports whether calls of t can do what it is for under its
+// grant.
+func (h *Host) callable(t *manifest.Tool) bool {
+	g := h.grant(t)
+	if g.Denied {
+		return false
+	}
+	sc := t.SecurityContext
+	if sc != nil && sc.NetworkAccess != nil && len(sc.NetworkAccess.AllowHosts) > 0 && len(g.Hosts) == 0 {
+		return false
+	}
+	return true
+}
 
 // Filter returns the loaded tools in namespace (when not "") carrying tag
 // (when not ""), sorted by ID.

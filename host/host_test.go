@@ -276,3 +276,40 @@ func TestCallLogLine(t *testing.T) {
 		t.Fatalf("%d call lines, want 1:\n%s", calls, buf.String())
 	}
 }
+
+// TestToolsOnlyCallable pins what a model is shown: Tools (and so the
+// prompt) leaves out policy-denied tools and network tools whose grant has
+// no host; Filter still lists them (list marks them).
+func TestToolsOnlyCallable(t *testing.T) {
+	tests := []struct {
+		name, policy string
+		absent       []string
+		present      []string
+	}{
+		{"default policy: no network", ``, []string{"web:fetch", "web:extract-links"}, []string{"core:echo", "fs:read"}},
+		{"denied tool", `tools: {"core:echo": {deny: true}}`, []string{"core:echo"}, []string{"text:stats"}},
+		{"network granted", `networkAccess: {allowHosts: ["example.com"]}`, nil, []string{"web:fetch", "core:echo"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := hosttest.NewHost(t, hosttest.Policy(t, tc.policy), hosttest.Toolpacks(t))
+			shown := map[string]bool{}
+			for _, tl := range h.Tools() {
+				shown[tl.ToolID] = true
+			}
+			for _, id := range tc.absent {
+				if shown[id] {
+					t.Errorf("%s is shown to the model", id)
+				}
+			}
+			for _, id := range tc.present {
+				if !shown[id] {
+					t.Errorf("%s is missing", id)
+				}
+			}
+			if len(h.Filter("", "")) < len(h.Tools())+len(tc.absent) {
+				t.Errorf("Filter lost tools: %d listed, %d shown", len(h.Filter("", "")), len(h.Tools()))
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,6 +88,7 @@ func normalise(s, root string) string {
 	s = durations.ReplaceAllString(s, `"durationMs": 0`)
 	// Guest memory depends on the Go toolchain that built the plugins.
 	s = memory.ReplaceAllString(s, `"memoryBytes": "nonzero"`)
+	s = strings.ReplaceAll(s, `"`+runtime.Version()+`"`, `"$GOVERSION"`)
 	return strings.ReplaceAll(s, root, "$ROOT")
 }
 

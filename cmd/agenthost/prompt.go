@@ -10,9 +10,10 @@ import (
 
 func promptCommand() command {
 	return command{
-		name: "prompt", usage: "prompt [--compact]", summary: "print the system-prompt block: tool catalogue and ACTION protocol",
+		name: "prompt", usage: "prompt [--compact] [--json]", summary: "print the system-prompt block: tool catalogue and ACTION protocol",
 		flags: func(fs *flag.FlagSet, e *env) {
 			fs.BoolVar(&e.compact, "compact", false, "fewer tokens: no examples, one line per parameter")
+			fs.BoolVar(&e.asJSON, "json", false, `print {"prompt": "...", "tools": [IDs]}`)
 		},
 		run: runPrompt,
 	}
@@ -27,6 +28,18 @@ func runPrompt(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer h.Close(ctx)
-	_, err = fmt.Fprint(e.stdout, prompt.Render(h.Tools(), prompt.Options{Compact: e.compact}))
+	tools := h.Tools()
+	text := prompt.Render(tools, prompt.Options{Compact: e.compact})
+	if e.asJSON {
+		ids := make([]string, len(tools))
+		for i, t := range tools {
+			ids[i] = t.ToolID
+		}
+		return e.printJSON(struct {
+			Prompt string   `json:"prompt"`
+			Tools  []string `json:"tools"`
+		}{text, ids})
+	}
+	_, err = fmt.Fprint(e.stdout, text)
 	return err
 }

@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"sort"
 )
 
 func testCommand() command {
 	return command{
-		name: "test", usage: "test DIR...", summary: "run every manifest example of the tools under DIR as a test suite; prints N passed, M failed",
+		name: "test", usage: "test DIR... [--json]", summary: "run every manifest example of the tools under DIR as a test suite; prints N passed, M failed",
+		flags: func(fs *flag.FlagSet, e *env) {
+			fs.BoolVar(&e.asJSON, "json", false, "print JSON: every result, passed and failed counts")
+		},
 		run: runTest,
 	}
 }
@@ -28,34 +33,62 @@ func runTest(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer h.Close(ctx)
-	passed, failed := 0, 0
-	for _, f := range h.Failures() {
-		failed++
-		fmt.Fprintf(e.stdout, "FAIL %s: load: %s\n", escapeText(f.Path), escapeText(f.Err.Error()))
+	var rep testReport
+	out := e.stdout
+	if e.asJSON {
+		out = io.Discard
 	}
-	tools := h.Tools()
+	for _, f := range h.Failures() {
+		rep.Failed++
+		rep.Failures = append(rep.Failures, testFailure{Name: f.Path, Reason: "load: " + f.Err.Error()})
+		fmt.Fprintf(out, "FAIL %s: load: %s\n", escapeText(f.Path), escapeText(f.Err.Error()))
+	}
+	tools := h.Filter("", "")
 	sort.Slice(tools, func(i, j int) bool { return tools[i].ToolID < tools[j].ToolID })
 	for _, t := range tools {
 		results, err := h.RunExamples(ctx, t.ToolID+"@"+t.Version)
 		if err != nil {
-			failed++
-			fmt.Fprintf(e.stdout, "FAIL %s: %s\n", t.ToolID, escapeText(err.Error()))
+			rep.Failed++
+			rep.Failures = append(rep.Failures, testFailure{Name: t.ToolID, Reason: err.Error()})
+			fmt.Fprintf(out, "FAIL %s: %s\n", t.ToolID, escapeText(err.Error()))
 			continue
 		}
 		for _, r := range results {
-			name := fmt.Sprintf("%s example %d (%s)", r.ToolID, r.Index+1, escapeText(r.Description))
+			name := fmt.Sprintf("%s example %d (%s)", r.ToolID, r.Index+1, r.Description)
 			if r.Passed {
-				passed++
-				fmt.Fprintf(e.stdout, "ok   %s\n", name)
+				rep.Passed++
+				fmt.Fprintf(out, "ok   %s\n", escapeText(name))
 				continue
 			}
-			failed++
-			fmt.Fprintf(e.stdout, "FAIL %s: %s\n", name, escapeText(r.Reason))
+			rep.Failed++
+			rep.Failures = append(rep.Failures, testFailure{Name: name, Reason: r.Reason})
+			fmt.Fprintf(out, "FAIL %s: %s\n", escapeText(name), escapeText(r.Reason))
 		}
 	}
-	fmt.Fprintf(e.stdout, "%d passed, %d failed\n", passed, failed)
-	if failed > 0 {
+	if e.asJSON {
+		if rep.Failures == nil {
+			rep.Failures = []testFailure{}
+		}
+		if err := e.printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(out, "%d passed, %d failed\n", rep.Passed, rep.Failed)
+	}
+	if rep.Failed > 0 {
 		return exitError{1}
 	}
 	return nil
+}
+
+// testReport is what test --json prints.
+type testReport struct {
+	Passed   int           `json:"passed"`
+	Failed   int           `json:"failed"`
+	Failures []testFailure `json:"failures"`
+}
+
+type testFailure struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }

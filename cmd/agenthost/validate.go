@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -13,10 +14,11 @@ import (
 
 func validateCommand() command {
 	return command{
-		name: "validate", usage: "validate PATH... [--write-digests] [--run-examples]", summary: "check manifests: schema, paths, digest, examples (--run-examples runs them)",
+		name: "validate", usage: "validate PATH... [--write-digests] [--run-examples] [--json]", summary: "check manifests: schema, paths, digest, examples (--run-examples runs them)",
 		flags: func(fs *flag.FlagSet, e *env) {
 			fs.BoolVar(&e.writeDigests, "write-digests", false, "first rewrite each wasm manifest's handler.sha256 from its module")
 			fs.BoolVar(&e.runExamples, "run-examples", false, "also run each example and compare its expectedOutput")
+			fs.BoolVar(&e.asJSON, "json", false, "print JSON: each manifest's result, and the examples' with --run-examples")
 		},
 		run: runValidate,
 	}
@@ -36,11 +38,17 @@ func runValidate(ctx context.Context, e *env, args []string) error {
 	}
 	failed := 0
 	var valid []*manifest.Tool
+	var rep validateReport
+	out := e.stdout
+	if e.asJSON {
+		out = io.Discard
+	}
 	for _, p := range paths {
 		if e.writeDigests {
 			changed, err := manifest.WriteDigest(p)
 			if err != nil {
-				fmt.Fprintf(e.stdout, "FAIL %s: %s\n", p, err)
+				fmt.Fprintf(out, "FAIL %s: %s\n", p, err)
+				rep.Manifests = append(rep.Manifests, validated{Path: p, Error: err.Error()})
 				failed++
 				continue
 			}
@@ -50,29 +58,54 @@ func runValidate(ctx context.Context, e *env, args []string) error {
 		}
 		t, err := manifest.Load(p)
 		if err != nil {
-			fmt.Fprintf(e.stdout, "FAIL %s: %s\n", p, err)
+			fmt.Fprintf(out, "FAIL %s: %s\n", p, escapeText(err.Error()))
+			rep.Manifests = append(rep.Manifests, validated{Path: p, Error: err.Error()})
 			failed++
 			continue
 		}
-		fmt.Fprintf(e.stdout, "ok   %s (%s %s)\n", p, t.ToolID, escapeText(t.Version))
+		fmt.Fprintf(out, "ok   %s (%s %s)\n", p, t.ToolID, escapeText(t.Version))
+		rep.Manifests = append(rep.Manifests, validated{Path: p, OK: true, ToolID: t.ToolID, Version: t.Version})
 		valid = append(valid, t)
 	}
-	fmt.Fprintf(e.stdout, "%d manifests, %d invalid\n", len(paths), failed)
+	fmt.Fprintf(out, "%d manifests, %d invalid\n", len(paths), failed)
+	rep.Invalid = failed
+	var exErr error
 	if e.runExamples && len(valid) > 0 {
-		if err := e.runManifestExamples(ctx, args, valid); err != nil {
+		rep.Examples, exErr = e.runManifestExamples(ctx, out, args, valid)
+	}
+	if e.asJSON {
+		if err := e.printJSON(rep); err != nil {
 			return err
 		}
 	}
-	if failed > 0 {
+	if exErr != nil {
+		return exErr
+	}
+	if failed > 0 || (rep.Examples != nil && rep.Examples.Failed > 0) {
 		return exitError{1}
 	}
 	return nil
 }
 
+// validateReport is what validate --json prints.
+type validateReport struct {
+	Manifests []validated `json:"manifests"`
+	Invalid   int         `json:"invalid"`
+	Examples  *testReport `json:"examples,omitempty"`
+}
+
+type validated struct {
+	Path    string `json:"path"`
+	OK      bool   `json:"ok"`
+	ToolID  string `json:"toolId,omitempty"`
+	Version string `json:"version,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
 // runManifestExamples runs the examples of the valid manifests through a
 // host over the validated folders (so the policy applies as in use) and
 // prints one line per example and a "N passed, M failed" total.
-func (e *env) runManifestExamples(ctx context.Context, args []string, tools []*manifest.Tool) error {
+func (e *env) runManifestExamples(ctx context.Context, out io.Writer, args []string, tools []*manifest.Tool) (*testReport, error) {
 	var dirs []string
 	for _, a := range args {
 		if st, err := os.Stat(a); err == nil && !st.IsDir() {
@@ -85,32 +118,31 @@ func (e *env) runManifestExamples(ctx context.Context, args []string, tools []*m
 	h, err := e.newHost(ctx)
 	e.dirs = saved
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer h.Close(ctx)
-	passed, failed := 0, 0
+	rep := &testReport{Failures: []testFailure{}}
 	for _, t := range tools {
 		results, err := h.RunExamples(ctx, t.ToolID+"@"+t.Version)
 		if err != nil {
-			fmt.Fprintf(e.stdout, "FAIL %s: %s\n", t.ToolID, escapeText(err.Error()))
-			failed++
+			fmt.Fprintf(out, "FAIL %s: %s\n", t.ToolID, escapeText(err.Error()))
+			rep.Failed++
+			rep.Failures = append(rep.Failures, testFailure{Name: t.ToolID, Reason: err.Error()})
 			continue
 		}
 		for _, r := range results {
 			if r.Passed {
-				passed++
-				fmt.Fprintf(e.stdout, "ok   %s example %d: %s\n", r.ToolID, r.Index+1, escapeText(r.Description))
+				rep.Passed++
+				fmt.Fprintf(out, "ok   %s example %d: %s\n", r.ToolID, r.Index+1, escapeText(r.Description))
 				continue
 			}
-			failed++
-			fmt.Fprintf(e.stdout, "FAIL %s example %d: %s: %s\n", r.ToolID, r.Index+1, escapeText(r.Description), escapeText(r.Reason))
+			rep.Failed++
+			rep.Failures = append(rep.Failures, testFailure{Name: fmt.Sprintf("%s example %d (%s)", r.ToolID, r.Index+1, r.Description), Reason: r.Reason})
+			fmt.Fprintf(out, "FAIL %s example %d: %s: %s\n", r.ToolID, r.Index+1, escapeText(r.Description), escapeText(r.Reason))
 		}
 	}
-	fmt.Fprintf(e.stdout, "examples: %d passed, %d failed\n", passed, failed)
-	if failed > 0 {
-		return exitError{1}
-	}
-	return nil
+	fmt.Fprintf(out, "examples: %d passed, %d failed\n", rep.Passed, rep.Failed)
+	return rep, nil
 }
 
 // manifestPaths expands a file or a folder (recursively) into manifest paths.
