@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/agenthost/agenthost/abi"
@@ -62,7 +63,15 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelop
 	if aerr != nil {
 		return abi.Failure(t.ToolID, aerr)
 	}
-	p := h.prepare(ctx, t)
+	ctx, end, cerr := h.begin(ctx)
+	if cerr != nil {
+		return abi.Failure(t.ToolID, cerr)
+	}
+	defer end()
+	p, perr := h.prepare(ctx, t)
+	if perr != nil {
+		return abi.Failure(t.ToolID, perr)
+	}
 	if p.grant.Denied {
 		return abi.Failure(t.ToolID, abi.Errorf(abi.CodePermissionDenied, "the operator's policy denies tool %s", t.ToolID))
 	}
@@ -70,16 +79,23 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelop
 		return abi.Failure(t.ToolID, p.err)
 	}
 	log := h.log.With("tool", t.ToolID)
-	res, err := p.run.Run(ctx, runner.Request{Input: input, Logger: log})
+	start := time.Now()
+	res, err := h.run(ctx, p, runner.Request{Input: input, Logger: log})
+	if ctx.Err() != nil && (err != nil || res.Err != nil) && !(res.Err != nil && res.Err.Code == abi.CodeTimeout && time.Since(start) >= p.grant.Limits.Timeout && p.grant.Limits.Timeout > 0) {
+		// The caller (or Close) ended the call: say so, whatever the
+		// runner made of the interruption.
+		return abi.Envelope{ToolID: t.ToolID, Status: abi.StatusFailure, Output: json.RawMessage("null"), Logs: nonNil(res.Logs), Usage: res.Usage,
+			Error: callerError(ctx, p.grant.Limits.Timeout, fmt.Sprintf("after %d ms", time.Since(start).Milliseconds()))}
+	}
 	if err != nil {
 		log.Error("runner failed", "error", err)
 		return abi.Failure(t.ToolID, abi.Errorf(abi.CodeInternal, "host error running %s: %s", t.ToolID, err.Error()))
 	}
-	env := abi.Envelope{ToolID: t.ToolID, Status: abi.StatusSuccess, Output: json.RawMessage("null"), Logs: res.Logs, Usage: res.Usage}
-	if env.Logs == nil {
-		env.Logs = []string{}
-	}
+	env := abi.Envelope{ToolID: t.ToolID, Status: abi.StatusSuccess, Output: json.RawMessage("null"), Logs: nonNil(res.Logs), Usage: res.Usage}
 	if res.Err != nil {
+		if res.Err.Code == abi.CodeTimeout && p.grant.Limits.Timeout > 0 {
+			res.Err = abi.Errorf(abi.CodeTimeout, "the call exceeded the tool's timeoutMs limit of %d ms and was stopped", p.grant.Limits.Timeout.Milliseconds()).WithDetails(res.Err.Details)
+		}
 		env.Status, env.Error = abi.StatusFailure, res.Err
 		return env
 	}
@@ -90,6 +106,29 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelop
 	}
 	env.Output = out
 	return env
+}
+
+// run calls the prepared runner; a runner that panics (a host bug, or a
+// runtime torn down by Close) fails the call instead of the host.
+func (h *Host) run(ctx context.Context, p *prepared, req runner.Request) (res runner.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if ctx.Err() != nil {
+				err = context.Cause(ctx)
+				return
+			}
+			req.Logger.Error("runner panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("runner panicked: %v", r)
+		}
+	}()
+	return p.run.Run(ctx, req)
+}
+
+func nonNil(logs []string) []string {
+	if logs == nil {
+		return []string{}
+	}
+	return logs
 }
 
 // arguments coerces and validates args against the tool's parameters and

@@ -28,17 +28,15 @@ type Host struct {
 	runners map[string]runner.Runner
 	closers []func(context.Context) error
 
-	mu       sync.Mutex
-	prepared map[*manifest.Tool]*prepared
-}
+	// life is cancelled by Close: preparations run under it (never under
+	// a caller's context) and every call's context is tied to it.
+	life     context.Context
+	stopLife context.CancelCauseFunc
 
-// prepared is a tool's grant and its prepared runner, built once on first
-// use; a failure is remembered so it is not retried on every call.
-type prepared struct {
-	once  sync.Once
-	grant *policy.Grant
-	run   runner.Prepared
-	err   *abi.Error
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup // calls running
+	prepared map[*manifest.Tool]*prepared
 }
 
 // New builds a host from opts and loads opts.Dirs. A toolpack folder that
@@ -49,6 +47,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{opts: opts, log: opts.Logger, policy: opts.Policy, reg: registry.New(), prepared: map[*manifest.Tool]*prepared{}}
+	h.life, h.stopLife = context.WithCancelCause(context.Background())
 	h.opts.Dirs = append([]string(nil), opts.Dirs...)
 	if h.log == nil {
 		h.log = hclog.NewNullLogger()
@@ -210,44 +209,6 @@ func (h *Host) grant(t *manifest.Tool) *policy.Grant {
 	return h.policy.Grant(t, h.opts.LookupEnv)
 }
 
-// prepare returns the tool's grant and prepared runner, building them once.
-func (h *Host) prepare(ctx context.Context, t *manifest.Tool) *prepared {
-	h.mu.Lock()
-	p := h.prepared[t]
-	if p == nil {
-		p = &prepared{}
-		h.prepared[t] = p
-	}
-	h.mu.Unlock()
-	p.once.Do(func() {
-		p.grant = h.grant(t)
-		if p.grant.Denied {
-			return
-		}
-		r, ok := h.runners[runnerKey(t)]
-		if !ok {
-			p.err = abi.Errorf(abi.CodeLoadError, "tool %s: handler %q is not supported by this host", t.ToolID, runnerKey(t))
-			return
-		}
-		run, err := r.Prepare(ctx, t, p.grant)
-		if err != nil {
-			p.err = asLoadError(t.ToolID, err)
-			return
-		}
-		p.run = run
-	})
-	if p.err != nil && ctx.Err() != nil {
-		// The caller gave up during preparation: the failure says nothing
-		// about the tool, so the next call prepares it again.
-		h.mu.Lock()
-		if h.prepared[t] == p {
-			delete(h.prepared, t)
-		}
-		h.mu.Unlock()
-	}
-	return p
-}
-
 // asLoadError maps a Prepare error to an *abi.Error, keeping its code when
 // the chain carries one.
 func asLoadError(id string, err error) *abi.Error {
@@ -263,12 +224,3 @@ func asLoadError(id string, err error) *abi.Error {
 	return abi.Errorf(abi.CodeLoadError, "tool %s failed to load: %s", id, err.Error())
 }
 
-// Close releases the runners and their compiled modules.
-func (h *Host) Close(ctx context.Context) error {
-	var errs []error
-	for _, c := range h.closers {
-		errs = append(errs, c(ctx))
-	}
-	h.closers = nil
-	return errors.Join(errs...)
-}
