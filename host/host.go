@@ -223,4 +223,3 @@ func asLoadError(id string, err error) *abi.Error {
 	}
 	return abi.Errorf(abi.CodeLoadError, "tool %s failed to load: %s", id, err.Error())
 }
-

@@ -168,5 +168,3 @@ func TestCloseDuringCallsAndPreparation(t *testing.T) {
 		}
 	}
 }
-
-
