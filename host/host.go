@@ -145,12 +145,27 @@ func (h *Host) Load(dir string) error {
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("load toolpack %s: %w", dir, err)
 	}
-	n, failures := h.reg.LoadDir(dir)
+	n, failures := h.reg.LoadDirChecked(dir, h.checkHandler)
 	h.log.Debug("loaded toolpack", "dir", dir, "tools", n, "failures", len(failures))
 	for _, f := range failures {
 		h.log.Warn("tool failed to load", "path", f.Path, "tool", f.ToolID, "error", f.Err)
 	}
 	return nil
+}
+
+// checkHandler rejects at load a tool this host cannot run: a handler type
+// with no runner (a service-method tool whose service the host application
+// did not register, a workflow tool on a host without the workflow
+// engine).
+func (h *Host) checkHandler(t *manifest.Tool) error {
+	if _, ok := h.runners[runnerKey(t)]; ok {
+		return nil
+	}
+	if t.Handler.Type == manifest.HandlerServiceMethod {
+		return fmt.Errorf("handler service-method: the host application registered no service %q with method %q (registered services: none)",
+			t.Handler.ServiceName, t.Handler.MethodName)
+	}
+	return fmt.Errorf("handler %q is not supported by this host", runnerKey(t))
 }
 
 // Tools returns the tools a model may call (the highest version of each

@@ -76,8 +76,26 @@ func New() *Registry {
 // Symbolic links to folders inside dir are not followed (a link cycle
 // cannot hang the scan); dir itself may be a link.
 func (r *Registry) LoadDir(dir string) (loaded int, failures []Failure) {
+	return r.LoadDirChecked(dir, nil)
+}
+
+// LoadDirChecked is LoadDir with a host-specific check run on every
+// manifest that loaded (for example: is its handler type supported, is its
+// service registered). A tool the check rejects is a load failure, so it
+// is listed as broken and calls to it are LOAD_ERROR, never a tool that
+// lists as fine and fails every call.
+func (r *Registry) LoadDirChecked(dir string, check func(*manifest.Tool) error) (loaded int, failures []Failure) {
 	paths, failures := Scan(dir)
 	tools := loadAll(paths)
+	if check != nil {
+		for i := range tools {
+			if tools[i].err == nil {
+				if err := check(tools[i].tool); err != nil {
+					tools[i].err = &manifest.Error{Path: paths[i], Pointer: "/handler", Reason: err.Error()}
+				}
+			}
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, p := range paths {
