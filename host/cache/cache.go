@@ -43,7 +43,7 @@ var folderUnits = map[string]struct {
 	depth int
 }{
 	"scripts": {"script-deps", 1},
-	"tools":   {"tool-cache", 2},
+	"tools":   {"tool-cache", 3},
 }
 
 // List returns the entries of the cache rooted at dir, most recently used

@@ -57,7 +57,7 @@ func TestList(t *testing.T) {
 		"compiled wazero/wazero-v1.12.0-amd64-linux/aaaa",
 		"script-deps scripts/venv-cccc",
 		"instrumented wazero/meter/meter-bbbb.wasm",
-		"tool-cache tools/core/echo",
+		"tool-cache tools/core/echo/ws1",
 		"other odd.bin",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -82,9 +82,9 @@ func TestPrune(t *testing.T) {
 		removed []string
 	}{
 		{"nothing", cache.PruneOptions{}, nil},
-		{"older than 30 days", cache.PruneOptions{OlderThan: 30 * 24 * time.Hour}, []string{"tools/core/echo", "odd.bin"}},
-		{"size cap evicts least recently used", cache.PruneOptions{MaxBytes: 650}, []string{"odd.bin", "tools/core/echo", "wazero/meter/meter-bbbb.wasm"}},
-		{"both", cache.PruneOptions{OlderThan: 5 * 24 * time.Hour, MaxBytes: 100}, []string{"wazero/meter/meter-bbbb.wasm", "tools/core/echo", "odd.bin", "scripts/venv-cccc", "wazero/wazero-v1.12.0-amd64-linux/aaaa"}},
+		{"older than 30 days", cache.PruneOptions{OlderThan: 30 * 24 * time.Hour}, []string{"tools/core/echo/ws1", "odd.bin"}},
+		{"size cap evicts least recently used", cache.PruneOptions{MaxBytes: 650}, []string{"odd.bin", "tools/core/echo/ws1", "wazero/meter/meter-bbbb.wasm"}},
+		{"both", cache.PruneOptions{OlderThan: 5 * 24 * time.Hour, MaxBytes: 100}, []string{"wazero/meter/meter-bbbb.wasm", "tools/core/echo/ws1", "odd.bin", "scripts/venv-cccc", "wazero/wazero-v1.12.0-amd64-linux/aaaa"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path"
 	"path/filepath"
@@ -55,7 +57,7 @@ func (p *Policy) Grant(t *manifest.Tool, env func(string) (string, bool)) *Grant
 		ToolID:        t.ToolID,
 		Workspace:     absDir(p.Workspace),
 		ToolDir:       t.Dir,
-		CacheDir:      toolCacheDir(p.CacheDir, t.ToolID),
+		CacheDir:      toolCacheDir(p.CacheDir, t.ToolID, absDir(p.Workspace)),
 		AllowDegraded: p.Isolation.AllowDegraded,
 	}
 	sc := t.SecurityContext
@@ -463,12 +465,26 @@ func absDir(dir string) string {
 	return dir
 }
 
-// toolCacheDir returns <cacheDir>/tools/<namespace>/<name>, with every
-// character outside [a-z0-9._-] replaced by "_" ("" without a cache dir).
-func toolCacheDir(cacheDir, id string) string {
+// toolCacheDir returns <cacheDir>/tools/<namespace>/<name>/<workspace key>,
+// with every character outside [a-z0-9._-] replaced by "_" ("" without a
+// cache dir). The workspace key is the first 16 hex digits of the SHA-256
+// of the workspace's absolute path: a tool's $CACHE is per tool and per
+// workspace, so two policies (two tenants) with different workspaces never
+// share one.
+func toolCacheDir(cacheDir, id, workspace string) string {
 	if cacheDir == "" {
 		return ""
 	}
+	return filepath.Join(toolCacheBase(cacheDir, id), workspaceKey(workspace))
+}
+
+// workspaceKey names a workspace in cache paths.
+func workspaceKey(workspace string) string {
+	sum := sha256.Sum256([]byte(workspace))
+	return "ws-" + hex.EncodeToString(sum[:8])
+}
+
+func toolCacheBase(cacheDir, id string) string {
 	ns, name, ok := strings.Cut(id, ":")
 	if !ok {
 		ns, name = "_", id

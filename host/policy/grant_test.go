@@ -502,7 +502,7 @@ tools:
 	if fetch.Workspace != filepath.Join(dir, "work") {
 		t.Errorf("Workspace = %q, want %q", fetch.Workspace, filepath.Join(dir, "work"))
 	}
-	if want := filepath.Join(dir, "cache", "tools", "web", "fetch"); fetch.CacheDir != want {
+	if want := filepath.Join(dir, "cache", "tools", "web", "fetch"); filepath.Dir(fetch.CacheDir) != want || !strings.HasPrefix(filepath.Base(fetch.CacheDir), "ws-") {
 		t.Errorf("CacheDir = %q, want %q", fetch.CacheDir, want)
 	}
 	if fetch.ToolDir != "/toolpacks/x" {
@@ -542,7 +542,7 @@ func TestGrant_cacheDirSanitised(t *testing.T) {
 	}
 	for id, want := range tests {
 		g := p.Grant(&manifest.Tool{ToolID: id}, noEnv)
-		if g.CacheDir != filepath.FromSlash(want) {
+		if filepath.Dir(g.CacheDir) != filepath.FromSlash(want) {
 			t.Errorf("CacheDir for %q = %q, want %q", id, g.CacheDir, want)
 		}
 	}
@@ -575,5 +575,21 @@ env: [A]`)
 	}
 	if len(g.Hosts) != 50 || len(g.EnvNames) != 1 {
 		t.Errorf("granted %d hosts and %q, want 50 distinct hosts and [A]", len(g.Hosts), g.EnvNames)
+	}
+}
+
+// TestGrant_cachePerWorkspace pins that $CACHE is per tool and per
+// workspace: two policies (two tenants) with different workspaces never
+// share a cache folder (tenant B read what tenant A cached).
+func TestGrant_cachePerWorkspace(t *testing.T) {
+	a := &policy.Policy{CacheDir: "/c", Workspace: "/tenants/a"}
+	b := &policy.Policy{CacheDir: "/c", Workspace: "/tenants/b"}
+	tl := &manifest.Tool{ToolID: "core:echo"}
+	ga, gb := a.Grant(tl, noEnv), b.Grant(tl, noEnv)
+	if ga.CacheDir == gb.CacheDir {
+		t.Fatalf("both workspaces get %s", ga.CacheDir)
+	}
+	if again := a.Grant(tl, noEnv); again.CacheDir != ga.CacheDir {
+		t.Fatalf("the same workspace moved: %s then %s", ga.CacheDir, again.CacheDir)
 	}
 }
