@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/cache"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/registry"
@@ -82,26 +83,23 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	return h, nil
 }
 
+// cacheDir resolves and checks the host's cache folder: Options.CacheDir,
+// else the policy's cacheDir, else $XDG_CACHE_HOME/agenthost, else
+// $HOME/.cache/agenthost; created 0700; refused when another user owns it
+// or group or others may write it.
 func (h *Host) cacheDir() (string, error) {
-	dir := h.opts.CacheDir
-	if dir == "" {
-		dir = h.policy.CacheDir
+	explicit := h.opts.CacheDir
+	if explicit == "" {
+		explicit = h.policy.CacheDir
 	}
-	if dir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
-		}
-		dir = filepath.Join(base, "agenthost")
-	}
-	abs, err := filepath.Abs(dir)
+	dir, err := cache.Resolve(explicit)
 	if err != nil {
-		return "", fmt.Errorf("host cache dir: %w", err)
+		return "", fmt.Errorf("host: %w", err)
 	}
-	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return "", fmt.Errorf("host cache dir: %w", err)
+	if err := cache.Secure(dir); err != nil {
+		return "", fmt.Errorf("host: %w", err)
 	}
-	return abs, nil
+	return dir, nil
 }
 
 // Runner keys: handler.type, plus ":"+abi for wasm.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -29,16 +27,11 @@ func cacheCommand() command {
 // hostCacheDir is the cache folder the host would use: --cache-dir, else
 // $XDG_CACHE_HOME/agenthost, else $HOME/.cache/agenthost.
 func (e *env) hostCacheDir() (string, error) {
-	if e.cacheDir != "" {
-		return filepath.Abs(e.cacheDir)
+	dir, err := cache.Resolve(e.cacheDir)
+	if err != nil {
+		return "", usageError{err.Error()}
 	}
-	if x := os.Getenv("XDG_CACHE_HOME"); x != "" && filepath.IsAbs(x) {
-		return filepath.Join(x, "agenthost"), nil
-	}
-	if h := os.Getenv("HOME"); h != "" && filepath.IsAbs(h) {
-		return filepath.Join(h, ".cache", "agenthost"), nil
-	}
-	return "", usageError{"no cache folder: set --cache-dir, XDG_CACHE_HOME or HOME"}
+	return dir, nil
 }
 
 func runCache(_ context.Context, e *env, args []string) error {

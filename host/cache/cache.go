@@ -177,3 +177,50 @@ func Prune(dir string, o PruneOptions) ([]Entry, error) {
 	}
 	return removed, nil
 }
+
+// Resolve returns the host's cache folder: explicit when set (the
+// --cache-dir flag, Options.CacheDir), else $XDG_CACHE_HOME/agenthost,
+// else $HOME/.cache/agenthost. It never falls back to a shared temporary
+// folder, where another user could plant artefacts: with none of them set
+// it is an error.
+func Resolve(explicit string) (string, error) {
+	dir := explicit
+	switch {
+	case dir != "":
+	case filepath.IsAbs(os.Getenv("XDG_CACHE_HOME")):
+		dir = filepath.Join(os.Getenv("XDG_CACHE_HOME"), "agenthost")
+	case filepath.IsAbs(os.Getenv("HOME")):
+		dir = filepath.Join(os.Getenv("HOME"), ".cache", "agenthost")
+	default:
+		return "", errors.New("no cache folder: set --cache-dir (Options.CacheDir), XDG_CACHE_HOME or HOME; a shared temporary folder is never used")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("cache folder %s: %w", dir, err)
+	}
+	return abs, nil
+}
+
+// Secure creates dir 0700 if needed and checks that it is a folder the
+// current user owns and that neither group nor others can write: anyone
+// else who could write there could plant a compiled or instrumented module
+// that the host would run.
+func Secure(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("cache folder %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("cache folder %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("cache folder %s is not a folder (a symbolic link or a file); choose another with --cache-dir", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("cache folder %s belongs to uid %d, not to the current user (uid %d); choose another with --cache-dir", dir, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("cache folder %s is writable by group or others (mode %04o); run chmod 700 on it or choose another with --cache-dir", dir, fi.Mode().Perm())
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package meter_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,13 +27,28 @@ func TestCache(t *testing.T) {
 		{"memory only", func(*testing.T) {}, ""},
 		{"computed and stored", func(*testing.T) {}, dir},
 		{"read from disk", func(t *testing.T) {
-			// Replace the stored module by a marked copy: a hit returns it.
-			if err := os.WriteFile(path, append(bytes.Clone(want), 0, 4, 'h', 'i', 't', '!'), 0o644); err != nil {
+			// Replace the stored module by a marked copy with a matching
+			// header: a hit returns it.
+			if err := os.WriteFile(path, fileOf(append(bytes.Clone(want), 0, 4, 'h', 'i', 't', '!')), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}, dir},
 		{"torn file recomputed", func(t *testing.T) {
-			if err := os.WriteFile(path, []byte("garbage"), 0o644); err != nil {
+			if err := os.WriteFile(path, []byte("garbage"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, dir},
+		{"planted bare module recomputed", func(t *testing.T) {
+			// A module dropped in the cache without the header is never
+			// run (it ran despite the manifest's pin).
+			if err := os.WriteFile(path, append(bytes.Clone(want), 0, 4, 'h', 'i', 't', '!'), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, dir},
+		{"edited content recomputed", func(t *testing.T) {
+			f := fileOf(want)
+			f[len(f)-1] ^= 0xff
+			if err := os.WriteFile(path, f, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}, dir},
@@ -58,7 +74,7 @@ func TestCache(t *testing.T) {
 			}
 			if tc.dir != "" {
 				stored, err := os.ReadFile(path)
-				if err != nil || !bytes.Equal(stored, got) {
+				if err != nil || !bytes.Equal(stored, fileOf(got)) {
 					t.Fatalf("stored file: %v, equal %v", err, bytes.Equal(stored, got))
 				}
 			}
@@ -79,4 +95,11 @@ func TestCache_error(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("stored %d files for a bad module", len(entries))
 	}
+}
+
+// fileOf is the cache's file format: a magic line, the SHA-256 of the
+// module, the module.
+func fileOf(wasm []byte) []byte {
+	sum := sha256.Sum256(wasm)
+	return append(append([]byte("agenthost-meter-file-v1\n"), sum[:]...), wasm...)
 }

@@ -99,11 +99,16 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("extism runner: %w", err)
 	}
+	mc := meter.NewCache(opts.CacheDir)
+	named := log.Named("runner.extism")
+	mc.Discarded = func(path, reason string) {
+		named.Warn("discarded a cached instrumented module; rebuilding it", "file", filepath.Base(path), "reason", reason)
+	}
 	return &Runner{
 		opts:    opts,
-		log:     log.Named("runner.extism"),
+		log:     named,
 		cache:   cache,
-		meter:   meter.NewCache(opts.CacheDir),
+		meter:   mc,
 		rt:      rt,
 		modules: make(map[string]*module),
 	}, nil

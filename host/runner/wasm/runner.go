@@ -96,11 +96,16 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if opts.CacheDir != "" {
 		meterDir = filepath.Join(opts.CacheDir, "meter")
 	}
+	mc := meter.NewCache(meterDir)
+	named := logger.Named("runner.wasm")
+	mc.Discarded = func(path, reason string) {
+		named.Warn("discarded a cached instrumented module; rebuilding it", "file", filepath.Base(path), "reason", reason)
+	}
 	return &Runner{
-		logger:   logger.Named("runner.wasm"),
+		logger:   named,
 		rt:       rt,
 		cache:    cache,
-		meter:    meter.NewCache(meterDir),
+		meter:    mc,
 		pools:    newPools(opts.PoolMemoryBytes),
 		compiled: map[string]*compileEntry{},
 	}, nil
