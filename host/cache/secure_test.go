@@ -15,7 +15,7 @@ import (
 func TestResolve(t *testing.T) {
 	tests := []struct {
 		name, explicit, xdg, home string
-		want, wantErr            string
+		want, wantErr             string
 	}{
 		{"explicit", "/srv/cache", "/x", "/h", "/srv/cache", ""},
 		{"xdg", "", "/x", "/h", "/x/agenthost", ""},
