@@ -10,7 +10,7 @@ import (
 
 func execCommand() command {
 	return command{
-		name: "exec", usage: "exec [FILE|-] [--on-failure skip|continue]", summary: "run the ACTION calls in an LLM output (a file, or stdin); print results and observation",
+		name: "exec", jsonOnly: true, usage: "exec [FILE|-] [--on-failure skip|continue]", summary: "run the ACTION calls in an LLM output (a file, or stdin); print results and observation",
 		flags: func(fs *flag.FlagSet, e *env) {
 			fs.StringVar(&e.onFailure, "on-failure", "skip", "after a failed call: skip the rest (SKIPPED) or continue with the independent calls")
 		},

@@ -9,7 +9,7 @@ import (
 
 func invokeCommand() command {
 	return command{
-		name: "invoke", usage: "invoke ID [JSON|-|@FILE]", summary: "run one tool and print its result envelope",
+		name: "invoke", jsonOnly: true, usage: "invoke ID [JSON|-|@FILE]", summary: "run one tool and print its result envelope",
 		run: runInvoke,
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 func parseCommand() command {
 	return command{
-		name: "parse", usage: "parse < output.txt", summary: "parse LLM output on stdin and print the calls (uncoerced)",
+		name: "parse", jsonOnly: true, usage: "parse < output.txt", summary: "parse LLM output on stdin and print the calls (uncoerced)",
 		run: runParse,
 	}
 }

@@ -23,7 +23,10 @@ type command struct {
 	usage   string
 	summary string
 	flags   func(fs *flag.FlagSet, e *env)
-	run     func(ctx context.Context, e *env, args []string) error
+	// jsonOnly commands print JSON only (the JSON encoder escapes control
+	// characters); the others' stdout goes through a terminal escaper.
+	jsonOnly bool
+	run      func(ctx context.Context, e *env, args []string) error
 }
 
 // env carries what every command shares: streams, global flags, and the
@@ -90,9 +93,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // line is JSON then.
 func (e *env) messages() io.Writer {
 	if !e.logJSON {
-		return e.stderr
+		return lineEscaper{e.stderr}
 	}
 	return jsonLines{hclog.New(&hclog.LoggerOptions{Name: "agenthost", Level: hclog.Error, Output: e.stderr, JSONFormat: true})}
+}
+
+// lineEscaper escapes control characters in each write (whole lines).
+type lineEscaper struct{ w io.Writer }
+
+func (l lineEscaper) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(l.w, escapeText(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // jsonLines turns each write into one error-level JSON log line, dropping
@@ -171,7 +184,18 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		if lvl == hclog.NoLevel {
 			return usageError{fmt.Sprintf("unknown log level %q", e.logLevel)}
 		}
-		e.log = hclog.New(&hclog.LoggerOptions{Name: "agenthost", Level: lvl, Output: e.stderr, JSONFormat: e.logJSON})
+		logOut := e.stderr
+		if !e.logJSON {
+			logOut = lineEscaper{e.stderr}
+		}
+		e.log = hclog.New(&hclog.LoggerOptions{Name: "agenthost", Level: lvl, Output: logOut, JSONFormat: e.logJSON})
+		if !e.asJSON && !c.jsonOnly && !(c.name == "audit" && e.format == "json") {
+			// Human-readable output: text from manifests and tools must
+			// not drive the terminal.
+			tw := &termWriter{w: e.stdout}
+			e.stdout = tw
+			defer tw.Flush()
+		}
 		return c.run(ctx, e, pos)
 	}
 	return usageError{fmt.Sprintf("unknown command %q", args[0])}
