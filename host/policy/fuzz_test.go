@@ -20,6 +20,10 @@ func FuzzPolicyGlob(f *testing.F) {
 		{"**", "**", "../etc/passwd"},
 		{"data/**", "data/*", "data/../secret"},
 		{"a*b*c", "*b*", "abbc"},
+		{"**", ".env", ".env"},
+		{"**/.git/**", "**", "src/.git/config"},
+		{".*", "*", ".x"},
+		{"**", ".config/**", ".config/a"},
 	}
 	for _, s := range seeds {
 		f.Add(s[0], s[1], s[2])

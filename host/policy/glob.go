@@ -20,6 +20,11 @@ const maxPatternLen = 1024
 // matches itself, case-sensitively. There is no escaping and no character
 // class.
 //
+// Hidden names follow the shell's rule: a name segment that starts with
+// "." is matched only by a pattern segment that itself starts with "."
+// ("*", "?" and "**" never match it). So "**" grants neither ".env" nor
+// ".ssh/id_rsa" nor ".git/config"; ".env" and ".config/app/**" do.
+//
 // name is relative to its root: "" or "." is the root itself. A name that
 // is not clean — it starts or ends with "/", has an empty, "." or ".."
 // segment, or holds a NUL byte — never matches, whatever the pattern. In
@@ -83,7 +88,7 @@ func matchPath(pattern, name string) bool {
 			pseg, pnext := nextSeg(pattern, pi)
 			if pseg == "**" {
 				if pnext >= len(pattern) && pattern[len(pattern)-1] != '/' {
-					return true // a trailing "**" matches whatever is left
+					return !hasHidden(name[ni:]) // a trailing "**" matches whatever is left, unless hidden
 				}
 				starP, starN = pnext, ni
 				pi = pnext
@@ -102,14 +107,38 @@ func matchPath(pattern, name string) bool {
 		if starP < 0 || starN >= len(name) {
 			return false
 		}
-		_, starN = nextSeg(name, starN)
+		var skipped string
+		skipped, starN = nextSeg(name, starN)
+		if hidden(skipped) {
+			return false // no "**" absorbs a hidden segment
+		}
 		pi, ni = starP, starN
 	}
 }
 
+// hidden reports whether a name or pattern segment starts with ".".
+func hidden(seg string) bool { return seg != "" && seg[0] == '.' }
+
+// hasHidden reports whether any segment of a slash-separated name is
+// hidden.
+func hasHidden(name string) bool {
+	for i := 0; i < len(name); {
+		seg, next := nextSeg(name, i)
+		if hidden(seg) {
+			return true
+		}
+		i = next
+	}
+	return false
+}
+
 // matchSegment matches one name segment against one pattern segment with
-// "*" and "?" (one UTF-8 character).
+// "*" and "?" (one UTF-8 character). A hidden segment needs a pattern
+// segment that starts with ".".
 func matchSegment(p, s string) bool {
+	if hidden(s) && !hidden(p) {
+		return false
+	}
 	pi, si := 0, 0
 	starP, starS := -1, -1
 	for si < len(s) {
@@ -165,7 +194,22 @@ func couldContain(pattern, dir string) bool {
 		}
 		pseg, pnext := nextSeg(pattern, pi)
 		if pseg == "**" {
-			return true
+			// "**" absorbs the rest of dir, or a run of its non-hidden
+			// segments after which the rest of the pattern goes on.
+			rest := dir[di:]
+			if !hasHidden(rest) {
+				return true
+			}
+			for k := 0; ; {
+				if pnext < len(pattern) && couldContain(pattern[pnext:], rest[k:]) {
+					return true
+				}
+				seg, next := nextSeg(rest, k)
+				if hidden(seg) || next >= len(rest) {
+					return false
+				}
+				k = next
+			}
 		}
 		dseg, dnext := nextSeg(dir, di)
 		if !matchSegment(pseg, dseg) {

@@ -24,12 +24,12 @@ func TestMatch(t *testing.T) {
 		{"*", "", false},
 		{"*", "a/b", false},
 		{"*.txt", "notes.txt", true},
-		{"*.txt", ".txt", true},
+		{"*.txt", ".txt", false}, // hidden: "*" never matches a leading "."
 		{"*.txt", "dir/notes.txt", false},
 		{"a*b*c", "abc", true},
 		{"a*b*c", "aXbYc", true},
 		{"a*b*c", "aXbY", false},
-		{"*", ".env", true},
+		{"*", ".env", false},
 		// ? is one character, never a slash
 		{"?.txt", "a.txt", true},
 		{"?.txt", "ab.txt", false},
@@ -72,9 +72,26 @@ func TestMatch(t *testing.T) {
 		// encodings are not decoded: they are literal names
 		{"data/**", "data/%2e%2e/secret", true},
 		{"%2e%2e/**", "../x", false},
-		{"data/**", "data/..%2fsecret", true},
+		{"data/**", "data/..%2fsecret", false}, // a hidden segment, not an escape
 		{"data/*", "data/．．", true},
 		{"secret/**", "data/%2e%2e/secret", false},
+		// hidden names: only a pattern segment starting with "." matches
+		// one (the default ceiling "**" granted .env, .ssh/id_rsa, .git/config)
+		{"**", ".env", false},
+		{"**", ".ssh/id_rsa", false},
+		{"**", ".git/config", false},
+		{"**", "src/.git/config", false},
+		{"**", "a/.aws", false},
+		{"*/**", ".config/app/x", false},
+		{"?env", ".env", false},
+		{".env", ".env", true},
+		{".*", ".env", true},
+		{".config/app/**", ".config/app/settings.json", true},
+		{".config/**", ".config/.secret", false},
+		{"**/.git/**", "src/.git/config", true},
+		{"**/*.env", "a/.env", false},
+		{"**", "notes/todo.md", true},
+		{"a/**/b", "a/.x/b", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.pattern+"|"+tc.name, func(t *testing.T) {

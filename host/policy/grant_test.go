@@ -593,3 +593,36 @@ func TestGrant_cachePerWorkspace(t *testing.T) {
 		t.Fatalf("the same workspace moved: %s then %s", ga.CacheDir, again.CacheDir)
 	}
 }
+
+// TestGrant_hiddenNamedOnly pins that a hidden path is granted only when
+// both the request and the ceiling name it: "**" covers neither .env nor
+// .ssh/.
+func TestGrant_hiddenNamedOnly(t *testing.T) {
+	req := &manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowRead: []string{".env", "**"}}}
+	tests := []struct {
+		ceiling string
+		want    string
+	}{
+		{`fileAccess: {allowRead: ["**"]}`, "**"},
+		{`fileAccess: {allowRead: ["**", ".env"]}`, ".env|**"},
+		{`fileAccess: {allowRead: [".*"]}`, ".env"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.ceiling, func(t *testing.T) {
+			p, err := policy.Parse([]byte(tc.ceiling), "/etc/policy.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := p.Grant(&manifest.Tool{ToolID: "t:x", SecurityContext: req}, noEnv)
+			var got []string
+			for _, r := range g.Read {
+				if r.Root == policy.RootWorkspace {
+					got = append(got, r.Pattern)
+				}
+			}
+			if strings.Join(got, "|") != tc.want {
+				t.Fatalf("workspace reads = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

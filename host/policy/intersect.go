@@ -17,8 +17,11 @@ const (
 // exotic pairs that are equal as languages ("?*" and "*?") it answers
 // false, which only costs a spurious "narrowed" note.
 func patternSubset(p, q string) bool {
-	if q == "**" || p == q {
+	if p == q {
 		return true
+	}
+	if q == "**" {
+		return !hasHidden(p) // "**" covers every pattern without a hidden segment
 	}
 	// The classic wildcard algorithm over segments, with q as the pattern
 	// and p's segments as the text: q's "**" absorbs any p segments (even
@@ -31,7 +34,7 @@ func patternSubset(p, q string) bool {
 			qseg, qnext := nextSeg(q, qi)
 			if qseg == "**" {
 				if qnext >= len(q) {
-					return true
+					return !hasHidden(p[pi:])
 				}
 				starQ, starP = qnext, pi
 				qi = qnext
@@ -50,7 +53,11 @@ func patternSubset(p, q string) bool {
 		if starQ < 0 || starP >= len(p) {
 			return false
 		}
-		_, starP = nextSeg(p, starP)
+		var skipped string
+		skipped, starP = nextSeg(p, starP)
+		if hidden(skipped) {
+			return false
+		}
 		qi, pi = starQ, starP
 	}
 }
@@ -61,6 +68,9 @@ func patternSubset(p, q string) bool {
 func segmentSubset(p, q string) bool {
 	if p == q {
 		return true
+	}
+	if hidden(p) != hidden(q) {
+		return false // one matches only hidden names, the other none
 	}
 	pi, qi := 0, 0
 	starQ, starP := -1, -1
@@ -154,12 +164,12 @@ func (x *intersector) walk(i, j int, acc []string) {
 		x.walk(i, j+1, acc)
 	case astar:
 		x.walk(i+1, j, acc)
-		if bj {
+		if bj && !hidden(x.b[j]) { // "**" never absorbs a hidden segment
 			x.walk(i, j+1, append(acc, x.b[j]))
 		}
 	case bstar:
 		x.walk(i, j+1, acc)
-		if ai {
+		if ai && !hidden(x.a[i]) {
 			x.walk(i+1, j, append(acc, x.a[i]))
 		}
 	case ai && bj:
@@ -204,6 +214,9 @@ func (x *intersector) emit(acc []string) {
 // intersectSegments is intersectPatterns for single segments, over the
 // characters of "*", "?" and literals. steps is the shared work budget.
 func intersectSegments(a, b string, steps *int) (out []string, ok bool) {
+	if hidden(a) != hidden(b) {
+		return nil, true // hidden names only on one side
+	}
 	if segmentSubset(a, b) {
 		return []string{a}, true
 	}

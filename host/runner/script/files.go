@@ -92,6 +92,9 @@ func fileRules(g *policy.Grant, tmp string) ([]isolate.Rule, []Widening) {
 		if !exact {
 			ws = append(ws, Widening{Rule: pr, Write: write, Granted: real,
 				Reason: "Landlock grants whole directories, not globs"})
+		} else if strings.HasSuffix(pr.Pattern, "**") {
+			ws = append(ws, Widening{Rule: pr, Write: write, Granted: real,
+				Reason: "Landlock grants whole directories: hidden entries beneath it (names starting with \".\"), which the pattern excludes, are reachable too"})
 		} else if st, err := os.Stat(real); err == nil && st.IsDir() && !strings.HasSuffix(pr.Pattern, "**") && pr.Pattern != "" {
 			ws = append(ws, Widening{Rule: pr, Write: write, Granted: real,
 				Reason: "the pattern names a directory; Landlock grants everything beneath it"})
