@@ -17,6 +17,8 @@ const maxSpanTicks = 32
 func parse(s string, o Options) (*Result, *perr) {
 	lastNonWS := len(strings.TrimRight(s, " \t\r\n")) // rest after i is blank iff i >= lastNonWS
 	var noClose [2]bool                               // a search for </think> / </thinking> already failed
+	var spans spanMemo                                // failed code-span searches, per run length
+	nextLT, nextTilde := -1, -1                       // memoised next '<' / '~' at or after i (len(s) = none)
 	lineStart := true
 	for i := 0; i < len(s); {
 		if lineStart {
@@ -35,7 +37,7 @@ func parse(s string, o Options) (*Result, *perr) {
 			lineStart = true
 			i++
 		case '`':
-			i = skipCodeSpan(s, i)
+			i = skipCodeSpan(s, i, &spans)
 		case '<':
 			if end, ok := skipThink(s, i, &noClose); ok {
 				i = end
@@ -57,21 +59,20 @@ func parse(s string, o Options) (*Result, *perr) {
 			}
 		default:
 			// Jump to the next '<' when no fence or code span can start
-			// before it (both need '`' or '~'); else go byte by byte.
-			end := strings.IndexByte(s[i:], '<')
-			if end < 0 {
-				end = len(s)
-			} else {
-				end += i
-			}
-			if seg := s[i:end]; strings.IndexByte(seg, '`') < 0 && strings.IndexByte(seg, '~') < 0 {
+			// before it (both need '`' or '~'); else go byte by byte. The
+			// next '<' and '~' are remembered, so long stretches without
+			// them are scanned once, not once per backtick.
+			nextLT = nextIndex(s, i, '<', nextLT)
+			nextTilde = nextIndex(s, i, '~', nextTilde)
+			end := nextLT
+			if seg := s[i:end]; strings.IndexByte(seg, '`') < 0 && nextTilde >= end {
 				if end > i && s[end-1] == '\n' {
 					lineStart = true
 				}
 				i = end
 				continue
 			}
-			if bt := strings.IndexByte(s[i:end], '`'); bt >= 0 && strings.IndexByte(s[i:end], '~') < 0 {
+			if bt := strings.IndexByte(s[i:end], '`'); bt >= 0 && nextTilde >= end {
 				// Resume at the backtick, or at its line start when only up
 				// to three spaces precede it there (a possible fence).
 				bt += i
@@ -219,10 +220,29 @@ func closesFence(line string, ch byte, n int) bool {
 	return m >= n && strings.Trim(line[j:], " \t\r") == ""
 }
 
+// nextIndex returns the offset of the first c in s at or after i, or
+// len(s); memo is the previous answer (-1 = none), reused while it still
+// lies at or after i.
+func nextIndex(s string, i int, c byte, memo int) int {
+	if memo >= i {
+		return memo
+	}
+	if k := strings.IndexByte(s[i:], c); k >= 0 {
+		return i + k
+	}
+	return len(s)
+}
+
+// spanMemo remembers, per opening run length, a stretch [from, to) known to
+// hold no closing run of that length before a blank line or the end: a
+// later opening inside it fails at once, so hostile runs of backticks cost
+// linear time.
+type spanMemo [maxSpanTicks + 1]struct{ from, to int }
+
 // skipCodeSpan returns where scanning resumes after the backtick run at i:
 // past the closing run of the same length when the span closes before a
 // blank line, else just past the opening run (literal backticks).
-func skipCodeSpan(s string, i int) int {
+func skipCodeSpan(s string, i int, memo *spanMemo) int {
 	j := i
 	for j < len(s) && s[j] == '`' {
 		j++
@@ -231,6 +251,10 @@ func skipCodeSpan(s string, i int) int {
 	if n > maxSpanTicks {
 		return j
 	}
+	if m := memo[n]; m.to > 0 && i >= m.from && j <= m.to {
+		return j
+	}
+	memo[n].from = j
 	for k := j; k < len(s); {
 		switch s[k] {
 		case '`':
@@ -248,6 +272,7 @@ func skipCodeSpan(s string, i int) int {
 				b++
 			}
 			if b >= len(s) || s[b] == '\n' {
+				memo[n].to = k
 				return j // a blank line ends the paragraph: no span
 			}
 			k++
@@ -255,6 +280,7 @@ func skipCodeSpan(s string, i int) int {
 			k++
 		}
 	}
+	memo[n].to = len(s)
 	return j
 }
 
