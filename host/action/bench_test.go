@@ -1,8 +1,8 @@
 package action_test
 
 import (
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
