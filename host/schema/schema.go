@@ -92,6 +92,9 @@ func (c *Compiler) Compile(raw json.RawMessage, url string) (*Schema, error) {
 		}
 		return nil, fmt.Errorf("compile schema %s: %w", url, err)
 	}
+	if err := checkFanout(js); err != nil {
+		return nil, fmt.Errorf("compile schema %s: %w", url, err)
+	}
 	out := newSchema(js, url)
 	out.nounText = c.Noun
 	return out, nil
