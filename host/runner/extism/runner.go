@@ -14,6 +14,7 @@ import (
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/internal/meter"
+	"github.com/agenthost/agenthost/host/internal/wasiguard"
 	"github.com/agenthost/agenthost/host/internal/netguard"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
@@ -91,7 +92,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("extism runner: %w", err)
 	}
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	if _, err := wasiguard.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("extism runner: instantiate wasi: %w", err)
 	}

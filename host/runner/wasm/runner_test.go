@@ -98,6 +98,14 @@ func TestAdversarial(t *testing.T) {
 			}},
 		{name: "trap", guest: wat("trap"), want: abi.CodeToolError, message: "unreachable"},
 		{name: "non-zero exit with error body", guest: wat("exit3"), want: abi.CodeToolError, message: "no such city"},
+		{name: "fd_renumber to 2^31-1 is refused, not allocated", guest: wat("fdbomb"), want: "",
+			check: func(t *testing.T, res runner.Result) {
+				// The host grew its descriptor table to the guest's index
+				// (16 GiB) and died; now the guest gets EBADF (8).
+				if string(res.Output) != `{"errno":"08"}` {
+					t.Errorf("output %q, want EBADF", res.Output)
+				}
+			}},
 		{name: "log flood is truncated", guest: wat("stderr"), want: "",
 			check: func(t *testing.T, res runner.Result) {
 				total := 0
