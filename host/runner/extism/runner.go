@@ -14,8 +14,8 @@ import (
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/internal/meter"
-	"github.com/agenthost/agenthost/host/internal/wasiguard"
 	"github.com/agenthost/agenthost/host/internal/netguard"
+	"github.com/agenthost/agenthost/host/internal/wasiguard"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/runner"
