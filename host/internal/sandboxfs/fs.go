@@ -547,7 +547,62 @@ func (f *FS) Rename(from, to string) experimentalsys.Errno {
 	if errno != 0 {
 		return errno
 	}
+	if why := f.moveGains(root, fromRel, toRel); why != "" {
+		return f.deny("rename", from, "write", why)
+	}
 	return experimentalsys.UnwrapOSError(root.Rename(fromRel, toRel))
+}
+
+// maxMoveEntries bounds the subtree a rename of a folder may check.
+const maxMoveEntries = 10_000
+
+// moveGains checks a rename of fromRel to toRel entry by entry, for a
+// folder its whole subtree: every entry must be writable where it is and
+// where it goes, and must not become readable by moving (renaming a folder
+// of unreadable files under a readable path would otherwise expose them).
+// It returns why the move is refused, or "".
+func (f *FS) moveGains(root *os.Root, fromRel, toRel string) string {
+	fi, err := root.Lstat(fromRel)
+	if err != nil {
+		return "" // the rename itself reports it
+	}
+	check := func(oldRel, newRel string) string {
+		switch {
+		case !f.allows(oldRel, true):
+			return f.guestName(oldRel) + " is not writable"
+		case !f.allows(newRel, true):
+			return "it would move " + f.guestName(oldRel) + " to " + f.guestName(newRel) + ", which is not writable"
+		case f.allows(newRel, false) && !f.allows(oldRel, false):
+			return "it would make " + f.guestName(oldRel) + ", which is not readable, readable as " + f.guestName(newRel)
+		}
+		return ""
+	}
+	if why := check(fromRel, toRel); why != "" || !fi.IsDir() {
+		return why
+	}
+	n := 0
+	var why string
+	walkErr := fs.WalkDir(root.FS(), fromRel, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			why = "its contents cannot be checked"
+			return fs.SkipAll
+		}
+		if n++; n > maxMoveEntries {
+			why = fmt.Sprintf("it holds more than %d entries to check", maxMoveEntries)
+			return fs.SkipAll
+		}
+		if p == fromRel {
+			return nil
+		}
+		if why = check(p, toRel+strings.TrimPrefix(p, fromRel)); why != "" {
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if walkErr != nil && why == "" {
+		why = "its contents cannot be checked"
+	}
+	return why
 }
 
 // Rmdir implements experimentalsys.FS.

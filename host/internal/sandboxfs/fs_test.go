@@ -540,3 +540,36 @@ func TestDenials_hook(t *testing.T) {
 		t.Fatalf("count %d hook %q", d.Count(), got)
 	}
 }
+
+// TestRenameSubtree pins the subtree check of a rename: with a grant that
+// may write "drop/**" and "pub/**" but read only "pub/**", moving the
+// folder drop/secret (whose files are write-only) under pub/ would make
+// them readable, and is refused; the real policy matcher decides here.
+func TestRenameSubtree(t *testing.T) {
+	checker := fakeChecker{
+		read:  map[policy.Root][]string{policy.RootWorkspace: {"pub/**"}},
+		write: map[policy.Root][]string{policy.RootWorkspace: {"drop/**", "pub/**"}},
+	}
+	tests := []struct {
+		name     string
+		from, to string
+		want     experimentalsys.Errno
+	}{
+		{"folder of unreadable files into a readable place", "drop/secret", "pub/secret", experimentalsys.EACCES},
+		{"unreadable file into a readable place", "drop/plain.txt", "pub/plain.txt", experimentalsys.EACCES},
+		{"readable folder within the readable place", "pub/ok", "pub/ok2", 0},
+		{"readable folder into the drop", "pub/ok", "drop/ok", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			writeFile(t, filepath.Join(ws, "drop", "secret", "key.txt"), "k")
+			writeFile(t, filepath.Join(ws, "drop", "plain.txt"), "p")
+			writeFile(t, filepath.Join(ws, "pub", "ok", "a.txt"), "a")
+			f, _ := newFS(t, sandboxfs.Config{Dir: ws, Checker: checker})
+			if got := f.Rename(tc.from, tc.to); got != tc.want {
+				t.Fatalf("Rename(%s, %s) = %v, want %v", tc.from, tc.to, got, tc.want)
+			}
+		})
+	}
+}
