@@ -133,6 +133,7 @@ func (h *Host) startRunners(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
+	h.closers = append(h.closers, sr.Close)
 	h.runners = map[string]runner.Runner{keyWasiCommand: wr, keyExtism: er, keyScript: sr}
 	return nil
 }

@@ -67,7 +67,11 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		return runner.Result{Err: abi.Errorf(abi.CodeToolError, "%s", p.depErr.msg), Logs: []string{}}, nil
 	}
 	lim := p.limits()
-	tmp, err := os.MkdirTemp("", "agenthost-call-")
+	base, err := p.r.scratch.dirFor(p.r.uids != nil)
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("script %s: %w", p.tool.ToolID, err)
+	}
+	tmp, err := os.MkdirTemp(base, "agenthost-call-")
 	if err != nil {
 		return runner.Result{}, fmt.Errorf("script %s: create $TMP: %w", p.tool.ToolID, err)
 	}

@@ -70,6 +70,8 @@ type Runner struct {
 	installMu sync.Mutex
 	// uids hands out the per-call uids of a root host.
 	uids chan uint32
+	// scratch holds the per-call $TMP folders of a root host.
+	scratch scratch
 }
 
 // New returns a Runner. It probes the kernel's protections once.

@@ -766,3 +766,22 @@ raise FileNotFoundError(os.path.join(ws, "missing.csv"))`
 		t.Errorf("paths not rewritten to $WORKSPACE / $TMP:\n%s", text)
 	}
 }
+
+// TestRunPrivateTMPDIR pins that script calls work whatever TMPDIR looks
+// like: with TMPDIR a 0700 folder (what mktemp -d gives, and what CI
+// runners set) every call failed INTERNAL "fork/exec /usr/bin/prlimit:
+// permission denied", because the per-call user could not reach its $TMP.
+func TestRunPrivateTMPDIR(t *testing.T) {
+	private := t.TempDir()
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", private)
+	r := newRunner(t)
+	requireIsolation(t, r)
+	requireLang(t, script.LangPython)
+	res := call(t, prepare(t, r, newFixture(t, script.LangPython, pyEcho)), `{"a":1}`)
+	if res.Err != nil {
+		t.Fatalf("call under a private TMPDIR: %v\nlogs %q", res.Err, res.Logs)
+	}
+}
