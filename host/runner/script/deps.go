@@ -1,7 +1,6 @@
 package script
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,7 +34,7 @@ const (
 // installTimeout bounds one dependency installation.
 const installTimeout = 5 * time.Minute
 
-// depError is a remembered dependency failure; calls fail with it.
+// depError is a remembered dependency failure: the tool does not load.
 type depError struct{ msg string }
 
 func (e *depError) Error() string { return e.msg }
@@ -86,12 +85,16 @@ func (r *Runner) installDeps(ctx context.Context, toolID, toolDir, lang string, 
 	r.log.Debug("installing script dependencies", "tool", toolID, "kind", kind, "dir", dir)
 	ictx, cancel := context.WithTimeout(ctx, installTimeout)
 	defer cancel()
+	inst := &installer{r: r, toolDir: toolDir, dir: dir, in: in}
 	var ierr error
 	switch kind {
 	case "npm":
-		ierr = installNpm(ictx, toolDir, dir)
+		ierr = installNpm(ictx, inst)
 	case "venv":
-		ierr = installVenv(ictx, toolDir, dir, in.exe)
+		ierr = installVenv(ictx, inst)
+	}
+	if err := inst.finish(); err != nil && ierr == nil {
+		ierr = err
 	}
 	if ierr != nil {
 		if ctx.Err() != nil {
@@ -109,9 +112,11 @@ func (r *Runner) installDeps(ctx context.Context, toolID, toolDir, lang string, 
 }
 
 // installNpm copies package.json (and the lockfile) into dir and installs
-// the production dependencies there. Lifecycle scripts are never run:
-// they would be tool code running outside the sandbox.
-func installNpm(ctx context.Context, toolDir, dir string) error {
+// the production dependencies there, inside the sandbox (no network: only
+// file: dependencies and packed tarballs in the tool's folder install).
+// Lifecycle scripts are never run: they would be tool code.
+func installNpm(ctx context.Context, inst *installer) error {
+	toolDir, dir := inst.toolDir, inst.dir
 	npm, err := exec.LookPath("npm")
 	if err != nil {
 		return fmt.Errorf("npm not found: %w", err)
@@ -139,7 +144,7 @@ func installNpm(ctx context.Context, toolDir, dir string) error {
 	if lock {
 		verb = "ci"
 	}
-	return runTool(ctx, dir, npm, verb, "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", "--no-update-notifier")
+	return inst.run(ctx, npm, verb, "--prefix", dir, "--omit=dev", "--ignore-scripts", "--offline", "--no-audit", "--no-fund", "--no-update-notifier")
 }
 
 // absoluteFileDeps rewrites relative "file:" dependency specs of a
@@ -168,33 +173,37 @@ func absoluteFileDeps(pkg []byte, toolDir string) ([]byte, error) {
 }
 
 // installVenv creates a venv in dir and installs requirements.txt from
-// the tool's wheels/ folder only: PyPI is never contacted.
-func installVenv(ctx context.Context, toolDir, dir, python string) error {
-	if err := runTool(ctx, dir, python, "-m", "venv", "--without-pip", dir); err != nil {
+// the tool's wheels/ folder only, binary wheels only: PyPI is never
+// contacted and no setup.py ever runs (building a source distribution
+// would run tool code). A requirement available only as a source
+// distribution is a load error that says so.
+func installVenv(ctx context.Context, inst *installer) error {
+	toolDir, dir, python := inst.toolDir, inst.dir, inst.in.exe
+	if err := inst.run(ctx, python, "-m", "venv", "--without-pip", dir); err != nil {
 		return err
 	}
-	return runTool(ctx, dir, python, "-m", "pip", "--python", filepath.Join(dir, "bin", "python3"),
-		"install", "--no-index", "--find-links", filepath.Join(toolDir, "wheels"),
-		"--disable-pip-version-check", "--no-input", "-r", filepath.Join(toolDir, "requirements.txt"))
+	err := inst.run(ctx, python, "-m", "pip", "--python", filepath.Join(dir, "bin", "python3"),
+		"install", "--only-binary=:all:", "--no-index", "--find-links", filepath.Join(toolDir, "wheels"),
+		"--disable-pip-version-check", "--no-input", "--no-cache-dir", "-r", filepath.Join(toolDir, "requirements.txt"))
+	if err != nil {
+		if sdists := sourceDists(filepath.Join(toolDir, "wheels")); len(sdists) > 0 {
+			return fmt.Errorf("wheels/ holds source distributions (%s) and agenthost installs binary wheels only, since building one runs its setup.py; ship a built wheel (.whl) instead: %w", strings.Join(sdists, ", "), err)
+		}
+	}
+	return err
 }
 
-// runTool runs an installer (outside the sandbox: it is the operator's
-// npm or pip, run on the tool's dependency list) and returns its output
-// tail as the error on failure.
-func runTool(ctx context.Context, dir, prog string, args ...string) error {
-	cmd := exec.CommandContext(ctx, prog, args...)
-	cmd.Dir = dir
-	cmd.Env = os.Environ()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		tail := strings.TrimSpace(out.String())
-		if len(tail) > 2000 {
-			tail = "…" + tail[len(tail)-2000:]
+// sourceDists lists the source distributions in a wheels folder.
+func sourceDists(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasSuffix(n, ".tar.gz") || strings.HasSuffix(n, ".zip") || strings.HasSuffix(n, ".tar.bz2") {
+			out = append(out, n)
 		}
-		return fmt.Errorf("%s %s: %w: %s", filepath.Base(prog), strings.Join(args, " "), err, tail)
 	}
-	return nil
+	return out
 }
 
 // digestFiles hashes the named files of dir (name and content) and

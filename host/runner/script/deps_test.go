@@ -5,9 +5,12 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,19 +71,17 @@ func TestNpmFailureCached(t *testing.T) {
 	writeFiles(t, f.tool.Dir, map[string]string{
 		"package.json": `{"name":"t","version":"1.0.0","private":true,"dependencies":{"greet":"file:vendor/greet-1.0.0.tgz"}}`,
 	})
-	res := call(t, prepare(t, r, f), `{}`)
-	if !hasCode(res.Err, abi.CodeToolError) || !strings.Contains(res.Err.Message, "dependency install failed") {
-		t.Fatalf("want TOOL_ERROR about the dependency, got %v %s", res.Err, res.Output)
+	if err := prepareErr(t, r, f); !hasCode(err, abi.CodeLoadError) || !strings.Contains(err.Message, "dependency install failed") {
+		t.Fatalf("want LOAD_ERROR about the dependency, got %v", err)
 	}
 	// Supplying the tarball without changing package.json does not
 	// retry: the failure is remembered for this dependency digest.
 	writeTarball(t, filepath.Join(f.tool.Dir, "vendor", "greet-1.0.0.tgz"))
-	res = call(t, prepare(t, r, f), `{}`)
-	if !hasCode(res.Err, abi.CodeToolError) || !strings.Contains(res.Err.Message, "remove it to retry") {
-		t.Fatalf("failure not cached: %v", res.Err)
+	if err := prepareErr(t, r, f); !hasCode(err, abi.CodeLoadError) || !strings.Contains(err.Message, "remove it to retry") {
+		t.Fatalf("failure not cached: %v", err)
 	}
 	// A new runner on a fresh cache installs it.
-	res = call(t, prepare(t, newRunner(t), f), `{}`)
+	res := call(t, prepare(t, newRunner(t), f), `{}`)
 	if res.Err != nil || string(res.Output) != `"hello x"` {
 		t.Fatalf("install from the tarball: %v %s", res.Err, res.Output)
 	}
@@ -169,8 +170,74 @@ func TestVenvMissingWheel(t *testing.T) {
 	r := newRunner(t)
 	f := newFixture(t, script.LangPython, pyEcho)
 	writeFiles(t, f.tool.Dir, map[string]string{"requirements.txt": "not-shipped==1.0\n"})
-	res := call(t, prepare(t, r, f), `{}`)
-	if !hasCode(res.Err, abi.CodeToolError) || !strings.Contains(res.Err.Message, "dependency install failed") {
-		t.Fatalf("want TOOL_ERROR about the dependency, got %v", res.Err)
+	if err := prepareErr(t, r, f); !hasCode(err, abi.CodeLoadError) || !strings.Contains(err.Message, "dependency install failed") {
+		t.Fatalf("want LOAD_ERROR about the dependency, got %v", err)
+	}
+}
+
+// prepareErr prepares f and returns its load error (nil when it loaded).
+func prepareErr(t *testing.T, r *script.Runner, f *fixture) *abi.Error {
+	t.Helper()
+	_, err := r.Prepare(context.Background(), f.tool, f.grant)
+	if err == nil {
+		return nil
+	}
+	var ae *abi.Error
+	if !errors.As(err, &ae) {
+		t.Fatalf("prepare error %v is not an *abi.Error", err)
+	}
+	return ae
+}
+
+// TestSdistNeverBuilt pins the critical hole: a wheels/ folder holding a
+// source distribution made pip run its setup.py outside the sandbox, as
+// root, with the operator's environment (it read /etc/shadow). Now only
+// binary wheels install, inside the sandbox; an sdist-only requirement is a
+// LOAD_ERROR that says so, and the setup.py never runs.
+func TestSdistNeverBuilt(t *testing.T) {
+	requireLang(t, script.LangPython)
+	r := newRunner(t)
+	f := newFixture(t, script.LangPython, pyEcho)
+	marker := filepath.Join(t.TempDir(), "setup-py-ran")
+	writeFiles(t, f.tool.Dir, map[string]string{"requirements.txt": "evil==1.0\n"})
+	setup := "import shutil\nopen(" + strconv.Quote(marker) + ", 'w').write(open('/etc/shadow').read() if __import__('os').path.exists('/etc/shadow') else 'ran')\nfrom setuptools import setup\nsetup(name='evil', version='1.0')\n"
+	writeSdist(t, filepath.Join(f.tool.Dir, "wheels", "evil-1.0.tar.gz"), setup)
+	err := prepareErr(t, r, f)
+	if !hasCode(err, abi.CodeLoadError) || !strings.Contains(err.Message, "source distributions (evil-1.0.tar.gz)") {
+		t.Fatalf("want LOAD_ERROR naming the sdist, got %v", err)
+	}
+	if _, serr := os.Stat(marker); !os.IsNotExist(serr) {
+		t.Fatalf("the sdist's setup.py ran (marker %s exists)", marker)
+	}
+}
+
+// writeSdist writes a source distribution tarball holding setup.py.
+func writeSdist(t *testing.T, path, setup string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range []struct{ name, body string }{
+		{"evil-1.0/setup.py", setup},
+		{"evil-1.0/PKG-INFO", "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(f.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -51,7 +51,6 @@ type prepared struct {
 	toolDir string
 	interp  *interpreter
 	deps    *deps
-	depErr  *depError
 	missing []string
 }
 
@@ -63,9 +62,6 @@ var (
 
 // Run executes one call in a fresh $TMP.
 func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
-	if p.depErr != nil {
-		return runner.Result{Err: abi.Errorf(abi.CodeToolError, "%s", p.depErr.msg), Logs: []string{}}, nil
-	}
 	lim := p.limits()
 	base, err := p.r.scratch.dirFor(p.r.uids != nil)
 	if err != nil {

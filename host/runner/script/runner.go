@@ -165,11 +165,9 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	}
 	p := &prepared{r: r, tool: tool, grant: grant, script: script, toolDir: toolDir, interp: in, missing: missing}
 	d, err := r.installDeps(ctx, tool.ToolID, toolDir, tool.Handler.Language, in)
-	var de *depError
-	switch {
-	case errors.As(err, &de):
-		p.depErr = de
-	case err != nil:
+	if err != nil {
+		// A failed install (remembered per digest, see installDeps) is a
+		// load error: the tool cannot run until its dependencies change.
 		return nil, fail(abi.CodeLoadError, "%s", err)
 	}
 	p.deps = d
