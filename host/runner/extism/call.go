@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/internal/limitio"
 	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/agenthost/agenthost/host/internal/netguard"
+	"github.com/agenthost/agenthost/host/internal/sandboxfs"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/runner"
 	"github.com/hashicorp/go-hclog"
@@ -38,6 +40,11 @@ type prepared struct {
 	// snap, when set, replaces instantiation with data segments plus the
 	// initialiser by a restore of the initialised state (snapshot.go).
 	snap *snapshot
+	// plan is the WASI file system of every call (the same preopens as a
+	// wasi-command tool under the same grant); mountPool holds idle
+	// *sandboxfs.Set values built from it.
+	plan      []sandboxfs.Config
+	mountPool sync.Pool
 }
 
 // instance is the state of one call: a fresh plugin instance, its kernel
@@ -52,6 +59,8 @@ type instance struct {
 	logs   *limitio.Lines
 	mem    *limitMemory
 	guest  api.Memory
+
+	mounts *sandboxfs.Set // the call's file systems
 
 	guard       *netguard.Guard
 	client      httpDoer
@@ -77,6 +86,34 @@ func (p *prepared) newInstance() *instance {
 	in.k.reset()
 	in.k.budget = in.kernelBudget
 	return in
+}
+
+// acquireMounts gives the instance a mount set (pooled, reset) whose
+// refusals go to its logs; releaseMounts closes its folders (removing its
+// $TMP) and returns it to the pool.
+func (p *prepared) acquireMounts(in *instance) error {
+	set, ok := p.mountPool.Get().(*sandboxfs.Set)
+	if ok {
+		set.Reopen()
+	} else {
+		var err error
+		if set, err = sandboxfs.NewSet(p.grant, p.plan); err != nil {
+			return err
+		}
+	}
+	set.Denials.Reset(in.logs.Add)
+	in.mounts = set
+	return nil
+}
+
+func (p *prepared) releaseMounts(in *instance) {
+	if in.mounts == nil {
+		return
+	}
+	in.mounts.Close()
+	in.mounts.Denials.Reset(nil)
+	p.mountPool.Put(in.mounts)
+	in.mounts = nil
 }
 
 // kernelBudget charges kernel memory against the memory cap together with
@@ -159,6 +196,10 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		defer cancel()
 	}
 	in := p.newInstance()
+	if err := p.acquireMounts(in); err != nil {
+		return runner.Result{}, fmt.Errorf("extism %s: mounts: %w", p.tool, err)
+	}
+	defer p.releaseMounts(in)
 	callCtx := in.context(ctx)
 	compiled := p.compiled
 	if p.snap != nil {
@@ -236,10 +277,12 @@ func (p *prepared) invoke(ctx context.Context, in *instance, fn api.Function, in
 	return fn.Call(ctx)
 }
 
-// moduleConfig returns the WASI view of a call: no file system, no
-// arguments, the granted environment variables, stdout and stderr into
-// the logs, real clocks and randomness unless the grant asks for
-// determinism, and a sleep that ends with the call's context.
+// moduleConfig returns the WASI view of a call: the grant's file system
+// (the same preopens as a wasi-command tool: /workspace, /tool, /cache,
+// /tmp and mounts, checked file by file), no arguments, the granted
+// environment variables, stdout and stderr into the logs, real clocks and
+// randomness unless the grant asks for determinism, and a sleep that ends
+// with the call's context.
 func (p *prepared) moduleConfig(ctx context.Context, in *instance) wazero.ModuleConfig {
 	cfg := wazero.NewModuleConfig().
 		WithName("").
@@ -247,6 +290,9 @@ func (p *prepared) moduleConfig(ctx context.Context, in *instance) wazero.Module
 		WithStdin(bytes.NewReader(nil)).
 		WithStdout(in.logs).
 		WithStderr(in.logs)
+	if in.mounts != nil {
+		cfg = cfg.WithFSConfig(in.mounts.FSConfig)
+	}
 	if p.grant.Limits.Deterministic {
 		cfg = meter.DeterministicConfig(cfg, p.seed)
 	} else {
@@ -297,6 +343,8 @@ func (p *prepared) result(ctx context.Context, in *instance, res []uint64, err e
 		out.Err = abi.Errorf(abi.CodeMemoryLimit, "tool %s exceeded its %d-byte memory limit", p.tool, limits.MemoryBytes)
 	case failed && in.guard != nil && in.guard.Denials() > 0:
 		out.Err = in.guard.LastDenial()
+	case failed && in.mounts != nil && in.mounts.Denials.Count() > 0:
+		out.Err = runner.Refused(abi.Errorf(abi.CodeToolError, "%s", toolMessage(msg, rc, err)), in.mounts.Denials.Lines(), in.mounts.Denials.Count())
 	case failed && in.hostErr != nil:
 		out.Err = in.hostErr
 	case in.outputOver > 0:

@@ -27,5 +27,8 @@
 //     FUEL_EXHAUSTED; modules are instrumented by host/internal/meter,
 //     which stops a guest at its deadline without wazero's costly
 //     WithCloseOnContextDone;
-//   - no file system: a tool requesting fileAccess fails to load.
+//   - the file system of a wasi-command tool under the same grant
+//     (/workspace, /tool, /cache, /tmp and mounts, checked file by file by
+//     host/internal/sandboxfs); a refused access that fails the call is
+//     PERMISSION_DENIED.
 package extism

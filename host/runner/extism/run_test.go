@@ -165,11 +165,6 @@ func TestPrepare_errors(t *testing.T) {
 			t.Handler.Module = "../elsewhere/probe.wasm"
 			return t
 		}, nil, "escapes"},
-		{"file access", func() *manifest.Tool {
-			t := toolFor(probe, "echo")
-			t.SecurityContext = &manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowRead: []string{"**"}}}
-			return t
-		}, nil, "no file system"},
 		{"custom host function", func() *manifest.Tool { return toolFor(hostWasm, "run_test") }, nil, "extism:host/user.mult"},
 	}
 	for _, tc := range tests {
@@ -259,4 +254,53 @@ func TestRun_snapshot(t *testing.T) {
 			t.Fatal("a module without initialiser has nothing to snapshot")
 		}
 	})
+}
+
+// TestFileAccess pins the Extism file system: plugins get the same WASI
+// preopens under the grant as wasi-command tools (a manifest asking for
+// fileAccess was refused, so third-party plugins that read files could not
+// run). A granted file reads; an ungranted or hidden one is
+// PERMISSION_DENIED.
+func TestFileAccess(t *testing.T) {
+	ws := t.TempDir()
+	for name, body := range map[string]string{"data/ok.txt": "granted", "secret.txt": "nope", ".env": "KEY=1"} {
+		p := filepath.Join(ws, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := newRunner(t)
+	tool := toolFor(guests["probe"], "readfile")
+	tool.SecurityContext = &manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowRead: []string{"data/**"}}}
+	g := grantFor(tool)
+	g.Workspace = ws
+	g.Read = []policy.PathRule{{Root: policy.RootWorkspace, Pattern: "data/**"}, {Root: policy.RootTool, Pattern: "**"}, {Root: policy.RootTmp, Pattern: "**"}}
+	g.Write = []policy.PathRule{{Root: policy.RootTmp, Pattern: "**"}}
+	p := prepare(t, r, tool, g)
+	tests := []struct {
+		path string
+		want string
+		code abi.Code
+	}{
+		{"/workspace/data/ok.txt", "granted", ""},
+		{"/workspace/secret.txt", "", abi.CodePermissionDenied},
+		{"/workspace/.env", "", abi.CodePermissionDenied},
+		{"/etc/passwd", "", abi.CodePermissionDenied},
+		{"/workspace/data/ok.txt", "granted", ""}, // the next call still works
+	}
+	for _, tc := range tests {
+		res := run(t, p, tc.path)
+		if tc.code == "" {
+			if res.Err != nil || string(res.Output) != tc.want {
+				t.Fatalf("%s: %v %q", tc.path, res.Err, res.Output)
+			}
+			continue
+		}
+		if res.Err == nil || res.Err.Code != tc.code {
+			t.Fatalf("%s: got %v %q, want %s", tc.path, res.Err, res.Output, tc.code)
+		}
+	}
 }

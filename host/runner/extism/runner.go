@@ -15,6 +15,7 @@ import (
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/agenthost/agenthost/host/internal/netguard"
+	"github.com/agenthost/agenthost/host/internal/sandboxfs"
 	"github.com/agenthost/agenthost/host/internal/wasiguard"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
@@ -146,9 +147,9 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if h.Type != manifest.HandlerWasm || h.ABI != manifest.ABIExtism {
 		return nil, loadErr(tool, "handler is %s/%s, not wasm/extism", h.Type, h.ABI)
 	}
-	if sc := tool.SecurityContext; sc != nil && sc.FileAccess != nil &&
-		(len(sc.FileAccess.AllowRead) > 0 || len(sc.FileAccess.AllowWrite) > 0 || len(sc.FileAccess.Mounts) > 0) {
-		return nil, loadErr(tool, "the extism ABI gives plugins no file system; fileAccess is not supported (use abi wasi-command)")
+	plan, err := sandboxfs.Plan(tool.Dir, grant)
+	if err != nil {
+		return nil, loadErr(tool, "%s", err.Error())
 	}
 	path, err := modulePath(tool)
 	if err != nil {
@@ -217,7 +218,15 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 		maxHTTP: maxHTTP,
 		seed:    int64(binary.BigEndian.Uint64(sum[:8])),
 		log:     r.log.With("tool", tool.ToolID),
+		plan:    plan,
 	}
+	// Build the first mount set now: a mount that cannot be built is a
+	// load error, not a failure of every call.
+	set, err := sandboxfs.NewSet(grant, plan)
+	if err != nil {
+		return nil, loadErr(tool, "%s", err.Error())
+	}
+	p.mountPool.Put(set)
 	if stripped != nil {
 		if p.snap, err = p.takeSnapshot(ctx, stripped); err != nil {
 			p.log.Debug("no snapshot; each call runs the initialiser", "reason", err)

@@ -129,6 +129,12 @@ func (p *prepared) takeSnapshot(ctx context.Context, st *strippedModule) (*snaps
 	defer cancel()
 	in := p.newInstance()
 	in.mem.limit = 0
+	// The template sees the same preopens as every call, so whatever the
+	// initialiser learns of them holds after a restore.
+	if err := p.acquireMounts(in); err != nil {
+		return nil, err
+	}
+	defer p.releaseMounts(in)
 	callCtx := in.context(ictx)
 	tmpl, err := p.r.rt.InstantiateModule(callCtx, st.compiled, p.moduleConfig(ictx, in))
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/experimental/sysfs"
 
 	"github.com/agenthost/agenthost/host/internal/limitio"
 	"github.com/agenthost/agenthost/host/internal/meter"
@@ -121,20 +120,15 @@ type mountSet struct {
 
 // newMountSet builds a mount set for the prepared tool.
 func newMountSet(checker sandboxfs.Checker, mounts []mount) (*mountSet, error) {
-	ms := &mountSet{denials: sandboxfs.NewDenials(nil)}
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(sandboxfs.NewDeny(ms.denials), "/")
-	for _, m := range mounts {
-		cfg := m.cfg
-		cfg.Checker, cfg.Denials = checker, ms.denials
-		fs, err := sandboxfs.New(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("mount %s: %w", cfg.GuestPath, err)
-		}
-		ms.fss = append(ms.fss, fs)
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(fs, cfg.GuestPath)
+	plan := make([]sandboxfs.Config, len(mounts))
+	for i, m := range mounts {
+		plan[i] = m.cfg
 	}
-	ms.fsc = fsc
-	return ms, nil
+	s, err := sandboxfs.NewSet(checker, plan)
+	if err != nil {
+		return nil, err
+	}
+	return &mountSet{denials: s.Denials, fss: s.FSs, fsc: s.FSConfig}, nil
 }
 
 // mountSet takes a mount set from the pool, or builds one.

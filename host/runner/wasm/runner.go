@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -254,53 +252,15 @@ type mount struct {
 	cfg sandboxfs.Config // without Checker and Denials
 }
 
-// Standard guest paths.
-const (
-	guestWorkspace = "/workspace"
-	guestTool      = "/tool"
-	guestCache     = "/cache"
-	guestTmp       = "/tmp"
-)
-
 // mountPlan returns the mounts of every call of tool under grant.
 func mountPlan(tool *manifest.Tool, grant *policy.Grant) ([]mount, error) {
-	var out []mount
-	if grant.Workspace != "" {
-		out = append(out, mount{sandboxfs.Config{Root: policy.RootWorkspace, Dir: grant.Workspace, GuestPath: guestWorkspace}})
+	plan, err := sandboxfs.Plan(tool.Dir, grant)
+	if err != nil {
+		return nil, err
 	}
-	toolDir := grant.ToolDir
-	if toolDir == "" {
-		toolDir = tool.Dir
-	}
-	out = append(out, mount{sandboxfs.Config{Root: policy.RootTool, Dir: toolDir, GuestPath: guestTool, ReadOnly: true}})
-	if grant.CacheDir != "" {
-		out = append(out, mount{sandboxfs.Config{Root: policy.RootCache, Dir: grant.CacheDir, GuestPath: guestCache, Create: true}})
-	}
-	out = append(out, mount{sandboxfs.Config{Root: policy.RootTmp, Temp: true, GuestPath: guestTmp}})
-
-	taken := map[string]bool{"/": true, guestWorkspace: true, guestTool: true, guestCache: true, guestTmp: true}
-	mounts := append([]policy.Mount(nil), grant.Mounts...)
-	sort.Slice(mounts, func(i, j int) bool { return mounts[i].GuestPath < mounts[j].GuestPath })
-	for _, m := range mounts {
-		gp := path.Clean(m.GuestPath)
-		if !path.IsAbs(m.GuestPath) || gp != m.GuestPath || taken[gp] {
-			return nil, fmt.Errorf("mount guest path %q must be a clean absolute path other than /, %s, %s, %s and %s",
-				m.GuestPath, guestWorkspace, guestTool, guestCache, guestTmp)
-		}
-		taken[gp] = true
-		folder := filepath.ToSlash(filepath.Clean(filepath.FromSlash(m.Folder)))
-		if !filepath.IsLocal(filepath.FromSlash(folder)) {
-			return nil, fmt.Errorf("mount %s: folder %q leaves the workspace", m.GuestPath, m.Folder)
-		}
-		if grant.Workspace == "" {
-			return nil, fmt.Errorf("mount %s: no workspace", m.GuestPath)
-		}
-		out = append(out, mount{sandboxfs.Config{
-			Root:      policy.RootWorkspace,
-			Dir:       filepath.Join(grant.Workspace, filepath.FromSlash(folder)),
-			Prefix:    folder,
-			GuestPath: gp,
-		}})
+	out := make([]mount, len(plan))
+	for i, c := range plan {
+		out[i] = mount{c}
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"strings"
 
 	"github.com/agenthost/agenthost/abi/pdk"
@@ -153,5 +154,20 @@ var calls int
 func counter() int32 {
 	calls++
 	pdk.Output([]byte{'0' + byte(calls)})
+	return 0
+}
+
+// readfile reads the file named by the input through WASI (the preopens
+// the host grants, as a wasi-command tool gets) and outputs its content;
+// a refused or missing file is an error.
+//
+//go:wasmexport readfile
+func readfile() int32 {
+	b, err := os.ReadFile(string(pdk.Input()))
+	if err != nil {
+		pdk.SetError(err)
+		return 1
+	}
+	pdk.Output(b)
 	return 0
 }
