@@ -76,6 +76,17 @@ type Config struct {
 	// to connect to that port only. Needs Features.Egress; Run closes the
 	// listener when the child has exited.
 	Egress func(l net.Listener) []string
+	// PrivateFS, on a root host, gives the child a file system of its own:
+	// a private mount namespace whose root holds only the paths of Rules,
+	// bind-mounted read-only unless the rule allows Write (see
+	// Features.PrivateFS). Scratch is where its mount point is made: a
+	// folder every user can pass through.
+	PrivateFS bool
+	Scratch   string
+	// Seccomp adds a system-call filter for what namespaces and Landlock
+	// leave open (mounts and namespaces, ptrace, keyctl, bpf, userfaultfd,
+	// perf events, kernel modules, file handles...; see Features.Seccomp).
+	Seccomp bool
 	// Prlimit is the path of the util-linux prlimit(1) program used to
 	// set Limits before the program runs; empty leaves rlimits unset.
 	Prlimit string
@@ -120,4 +131,7 @@ type Features struct {
 	// (PrlimitErr says why).
 	Prlimit    string
 	PrlimitErr error
+	// Seccomp reports whether Config.Seccomp works here (the filter has a
+	// syscall table for this architecture).
+	Seccomp bool
 }

@@ -34,6 +34,8 @@ func Probe() Features {
 	f.NamespacesErr = probeNamespaces(f.Prlimit)
 	f.Namespaces = f.NamespacesErr == nil
 	f.Egress = f.Namespaces && f.Root
+	_, serr := seccompProgram(true)
+	f.Seccomp = serr == nil
 	return f
 }
 

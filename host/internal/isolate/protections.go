@@ -23,6 +23,8 @@ const (
 	ProtEgress       = "egress-proxy"
 	ProtRlimits      = "rlimits"
 	ProtUnprivileged = "unprivileged-uid"
+	ProtPrivateFS    = "private-filesystem"
+	ProtSeccomp      = "seccomp"
 )
 
 // Protections describes f as a list: which protections a confined child
@@ -70,8 +72,16 @@ func (f Features) Protections() []Protection {
 	ps = append(ps, rl)
 	if f.Root {
 		ps = append(ps, Protection{Name: ProtUnprivileged, Available: f.Namespaces,
-			Detail: "per-call uid with only CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (Landlock decides file access); RLIMIT_NPROC applies"})
+			Detail: "per-call uid with only CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (Landlock and the private file system decide file access); RLIMIT_NPROC applies"})
+		ps = append(ps, Protection{Name: ProtPrivateFS, Available: f.LandlockABI > 0,
+			Detail: "a private mount namespace holding only the interpreter's folders, the tool folder, the granted workspace paths, $CACHE and $TMP, read-only unless granted write; nothing else of the host exists"})
 	}
+	sc := Protection{Name: ProtSeccomp, Available: f.Seccomp,
+		Detail: "system-call filter: no mounts or new namespaces, ptrace, keyctl, bpf, userfaultfd, perf events, kernel modules, file handles"}
+	if !f.Seccomp {
+		sc.Detail = "unavailable: no syscall table for this architecture"
+	}
+	ps = append(ps, sc)
 	return ps
 }
 

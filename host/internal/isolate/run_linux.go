@@ -27,8 +27,9 @@ import (
 // be started.
 func Run(ctx context.Context, c *Config) (Exit, error) {
 	type started struct {
-		proc *os.Process
-		err  error
+		proc    *os.Process
+		err     error
+		cleanup func() // removes the private root's mount point
 	}
 	type waited struct {
 		state *os.ProcessState
@@ -52,6 +53,14 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 				cmd.Env = append(cmd.Env, c.Egress(l)...)
 			}
 		}
+		var cleanup func()
+		if err == nil && c.PrivateFS {
+			var root string
+			root, cleanup, err = privateRoot(c.Scratch, c.Rules)
+			if err == nil {
+				cmd.SysProcAttr.Chroot = root
+			}
+		}
 		if err == nil && !c.Landlock {
 			// restrictThread sets it otherwise.
 			if perr := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); perr != nil {
@@ -66,20 +75,31 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 				err = restrictThread(abi, c.Rules, port)
 			}
 		}
+		if err == nil && c.Seccomp {
+			// Last: the filter also binds this thread, which still has
+			// to fork the child (with CLONE_NEWUSER on an unprivileged
+			// host, which the clone check would refuse).
+			err = installSeccomp(os.Geteuid() == 0)
+		}
 		if err == nil {
 			err = cmd.Start()
 		}
 		if err != nil {
-			startc <- started{err: err}
+			startc <- started{err: err, cleanup: cleanup}
 			return
 		}
-		startc <- started{proc: cmd.Process}
+		startc <- started{proc: cmd.Process, cleanup: cleanup}
 		// Waiting on this thread keeps it alive as long as the child:
 		// Pdeathsig fires when the forking thread exits.
 		werr := cmd.Wait()
 		waitc <- waited{state: cmd.ProcessState, err: werr}
 	}()
 	s := <-startc
+	if s.cleanup != nil {
+		// From this goroutine's thread, outside the private mount
+		// namespace, the mount point is an empty folder.
+		defer s.cleanup()
+	}
 	if s.err != nil {
 		return Exit{}, fmt.Errorf("start %s: %w", c.Path, s.err)
 	}

@@ -101,6 +101,11 @@ func (inst *installer) run(ctx context.Context, prog string, args ...string) err
 		cfg.Landlock, cfg.Rules = true, rules
 	}
 	cfg.Namespaces = f.Namespaces
+	if f.Root && cfg.Landlock {
+		base, _ := r.scratch.dirFor(true)
+		cfg.PrivateFS, cfg.Scratch = true, base
+	}
+	cfg.Seccomp = f.Seccomp
 	if f.Prlimit != "" {
 		cfg.Prlimit, cfg.Limits = f.Prlimit, installLimits
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"runtime"
 	"sort"
 	"strings"
@@ -129,6 +130,10 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		cfg.Rules = p.rules(rules)
 	}
 	cfg.Namespaces = f.Namespaces
+	if f.Root && cfg.Landlock {
+		cfg.PrivateFS, cfg.Scratch = true, base
+	}
+	cfg.Seccomp = f.Seccomp
 	if f.Prlimit != "" {
 		cfg.Prlimit = f.Prlimit
 		cfg.Limits = p.rlimits(lim)
@@ -139,7 +144,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		return runner.Result{}, fmt.Errorf("script %s: %w", p.tool.ToolID, err)
 	}
 	res := runner.Result{Output: stdout.Bytes(), Usage: abi.Usage{MemoryBytes: ex.MaxRSS}}
-	res.Err = p.classify(ex, context.Cause(tctx), lim, time.Since(start), res.Output, logs)
+	res.Err = p.classify(ex, context.Cause(tctx), lim, time.Since(start), res.Output, logs, cfg.Rules)
 	if stdout.Exceeded() && (res.Err == nil || res.Err.Code != abi.CodeOutputLimit) {
 		// The script may have exited on its own right after the excess.
 		res.Err = abi.Errorf(abi.CodeOutputLimit, "output exceeded %d bytes", lim.MaxOutputBytes)
@@ -163,7 +168,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 }
 
 // classify maps how the child ended to an error code (nil on success).
-func (p *prepared) classify(ex isolate.Exit, cause error, lim policy.Limits, took time.Duration, stdout []byte, logs *limitio.Lines) *abi.Error {
+func (p *prepared) classify(ex isolate.Exit, cause error, lim policy.Limits, took time.Duration, stdout []byte, logs *limitio.Lines, visible []isolate.Rule) *abi.Error {
 	switch {
 	case ex.Killed && errors.Is(cause, errOutputLimit):
 		return abi.Errorf(abi.CodeOutputLimit, "output exceeded %d bytes; the script was stopped", lim.MaxOutputBytes)
@@ -185,8 +190,13 @@ func (p *prepared) classify(ex isolate.Exit, cause error, lim policy.Limits, too
 			return abi.Errorf(abi.CodeMemoryLimit, "memory limit of %d MiB reached (exit status %d)", lim.MemoryBytes>>20, ex.Code)
 		}
 		e := toolError(ex.Code, stdout, logs)
-		if refusedAccess(e.Message, logs.Lines()) {
+		if refusedAccess(e.Message, logs.Lines(), visible) {
 			e.Code = abi.CodePermissionDenied
+			if !strings.Contains(e.Message, "Permission denied") {
+				// The script's own file system hides or freezes what is
+				// outside the grant; say what that means.
+				e.Message = "Permission denied by the sandbox (outside the grant): " + e.Message
+			}
 		}
 		return e
 	}
@@ -219,10 +229,38 @@ func toolError(code int, stdout []byte, logs *limitio.Lines) *abi.Error {
 // refusedAccess recognises the interpreters' reports of an access the
 // kernel refused (Landlock answers EACCES; the host is not told, so the
 // bridge reads the tool's own error).
-func refusedAccess(msg string, lines []string) bool {
+//
+// In its file system of its own, a path outside the grant does not exist
+// (ENOENT) and a read-only one cannot change (EROFS): a "no such file"
+// naming a path that lies outside every visible folder, or any "read-only
+// file system", is a refused access too. A missing file inside a granted
+// folder stays the tool's own error.
+func refusedAccess(msg string, lines []string, visible []isolate.Rule) bool {
 	for _, l := range append(lines, msg) {
 		if strings.Contains(l, "Permission denied") || strings.Contains(l, "EACCES") ||
-			strings.Contains(l, "Operation not permitted") || strings.Contains(l, "EPERM") {
+			strings.Contains(l, "Operation not permitted") || strings.Contains(l, "EPERM") ||
+			strings.Contains(l, "Read-only file system") || strings.Contains(l, "EROFS") {
+			return true
+		}
+		if visible == nil {
+			continue
+		}
+		for _, m := range missingPath.FindAllStringSubmatch(l, -1) {
+			if !insideAny(m[1], visible) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// missingPath finds the path of a Python or Node "no such file" error.
+var missingPath = regexp.MustCompile(`(?:No such file or directory|ENOENT)[^'\n]*'(/[^'\n]*)'`)
+
+// insideAny reports whether path lies in (or is) one of the rules' paths.
+func insideAny(path string, rules []isolate.Rule) bool {
+	for _, r := range rules {
+		if path == r.Path || strings.HasPrefix(path, strings.TrimSuffix(r.Path, "/")+"/") {
 			return true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -784,4 +785,166 @@ func TestRunPrivateTMPDIR(t *testing.T) {
 	if res.Err != nil {
 		t.Fatalf("call under a private TMPDIR: %v\nlogs %q", res.Err, res.Logs)
 	}
+}
+
+// TestOwnFileSystem pins the script's file system of its own (a private
+// mount namespace holding only the interpreter's folders, the tool folder,
+// the granted workspace paths, $CACHE and $TMP): a script could connect
+// to a unix socket anywhere, stat and readlink any host path, and change
+// the times or attributes of files it could only read or not see at all.
+func TestOwnFileSystem(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	requireLang(t, script.LangPython)
+	if os.Geteuid() != 0 {
+		t.Skip("a file system of its own needs a root host (per-call uids)")
+	}
+	code := `import json, os, socket, sys
+a = json.load(sys.stdin)
+op, p = a["op"], a["path"]
+try:
+    if op == "connect":
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(p)
+        s.send(b"leak")
+    elif op == "stat":
+        os.stat(p)
+    elif op == "readlink":
+        os.readlink(p)
+    elif op == "listdir":
+        os.listdir(p)
+    elif op == "utime":
+        os.utime(p)
+    elif op == "chmod":
+        os.chmod(p, 0o777)
+    elif op == "setxattr":
+        os.setxattr(p, "user.agenthost", b"x")
+    elif op == "rename":
+        os.rename(p, a["to"])
+    print("true")
+except OSError as e:
+    print(json.dumps({"error": {"code": "OS", "message": repr(e)}}))
+    sys.exit(1)
+`
+	f := newFixture(t, script.LangPython, code)
+	ws := f.grant.Workspace
+	for _, d := range []string{"data", "secret", "out"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, d, "f.txt"), []byte(d), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.grant.Read = []policy.PathRule{{Root: policy.RootWorkspace, Pattern: "data/**"}, {Root: policy.RootWorkspace, Pattern: "out/**"}}
+	f.grant.Write = []policy.PathRule{{Root: policy.RootWorkspace, Pattern: "out/**"}}
+	// A unix socket outside the grant, as a docker.sock would be.
+	sockDir := t.TempDir()
+	sock := filepath.Join(sockDir, "host.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		b := make([]byte, 16)
+		n, _ := c.Read(b)
+		got <- string(b[:n])
+		c.Close()
+	}()
+	if err := os.Symlink("/etc/shadow", filepath.Join(sockDir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	p := prepare(t, r, f)
+	tests := []struct {
+		name, op, path, to string
+	}{
+		{"connect to a host unix socket", "connect", sock, ""},
+		{"stat a host path", "stat", "/etc/shadow", ""},
+		{"stat outside the grant", "stat", filepath.Join(ws, "secret", "f.txt"), ""},
+		{"readlink a host link", "readlink", filepath.Join(sockDir, "link"), ""},
+		{"list a host folder", "listdir", "/root", ""},
+		{"utime a read-only file", "utime", filepath.Join(ws, "data", "f.txt"), ""},
+		{"chmod a read-only file", "chmod", filepath.Join(ws, "data", "f.txt"), ""},
+		{"setxattr a read-only file", "setxattr", filepath.Join(ws, "data", "f.txt"), ""},
+		{"utime an invisible file", "utime", filepath.Join(ws, "secret", "f.txt"), ""},
+		{"rename an ungranted folder into a readable place", "rename", filepath.Join(ws, "secret"), filepath.Join(ws, "out", "secret")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in, _ := json.Marshal(map[string]string{"op": tc.op, "path": tc.path, "to": tc.to})
+			res := call(t, p, string(in))
+			if res.Err == nil {
+				t.Fatalf("%s %s succeeded: %s", tc.op, tc.path, res.Output)
+			}
+		})
+	}
+	select {
+	case s := <-got:
+		t.Fatalf("the host's unix socket received %q", s)
+	default:
+	}
+	if _, err := os.Stat(filepath.Join(ws, "secret", "f.txt")); err != nil {
+		t.Fatalf("the ungranted folder moved: %v", err)
+	}
+	// A granted write still works.
+	in, _ := json.Marshal(map[string]string{"op": "utime", "path": filepath.Join(ws, "out", "f.txt")})
+	if res := call(t, p, string(in)); res.Err != nil {
+		t.Fatalf("utime of a writable file: %v", res.Err)
+	}
+}
+
+// TestSyscallFilter pins the seccomp filter: what namespaces and Landlock
+// leave open is refused (a new user namespace, mounts, ptrace, the kernel
+// keyring, bpf, userfaultfd, perf events), and the script still runs.
+func TestSyscallFilter(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	requireLang(t, script.LangPython)
+	on := false
+	for _, p := range r.Protections() {
+		on = on || (p.Name == "seccomp" && p.Available)
+	}
+	if !on {
+		t.Skip("no seccomp filter on this architecture")
+	}
+	// Raw syscalls through ctypes, so no libc wrapper hides the result;
+	// numbers are x86-64's (the filter's only table today).
+	code := `import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {"unshare_user": (272, [0x10000000]), "unshare_mount": (272, [0x00020000]),
+      "mount": (165, [0, 0, 0, 0, 0]), "ptrace": (101, [16, 1, 0, 0]),
+      "keyctl": (250, [0, 0, 0, 0]), "bpf": (321, [0, 0, 0]),
+      "userfaultfd": (323, [0]), "perf_event_open": (298, [0, 0, 0, 0, 0]),
+      "clone_newuser": (56, [0x10000000 | 17, 0, 0, 0, 0])}
+a = json.load(sys.stdin)
+n, args = nr[a["op"]]
+r = libc.syscall(n, *args)
+e = ctypes.get_errno()
+if r == 0 and a["op"] == "clone_newuser":
+    os._exit(0)  # the child of a clone that went through
+print(json.dumps({"ret": r, "errno": e}))
+`
+	p := prepare(t, r, newFixture(t, script.LangPython, code))
+	for _, op := range []string{"unshare_user", "unshare_mount", "mount", "ptrace", "keyctl", "bpf", "userfaultfd", "perf_event_open", "clone_newuser"} {
+		t.Run(op, func(t *testing.T) {
+			res := call(t, p, `{"op":"`+op+`"}`)
+			if res.Err != nil {
+				t.Fatalf("%v %q", res.Err, res.Logs)
+			}
+			var got struct{ Ret, Errno int }
+			if err := json.Unmarshal(res.Output, &got); err != nil {
+				t.Fatalf("%v: %s", err, res.Output)
+			}
+			if got.Ret != -1 || got.Errno != int(syscall.EPERM) {
+				t.Fatalf("%s returned %d (errno %d), want -1 EPERM", op, got.Ret, got.Errno)
+			}
+		})
+	}
+	mustSucceed(t, r, script.LangPython)
 }
