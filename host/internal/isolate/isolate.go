@@ -63,10 +63,11 @@ type Config struct {
 	// dies with it.
 	Namespaces bool
 	// UID, when the host runs as root, is the unprivileged uid (and gid)
-	// the child runs as; it keeps CAP_DAC_OVERRIDE and
-	// CAP_DAC_READ_SEARCH as ambient capabilities so that Landlock, not
-	// file modes, decides which files it may reach. Ignored when the
-	// host is not root.
+	// the child runs as. With PrivateFS its root-owned paths are mounted
+	// idmapped (they appear owned by UID) and the child has no capability
+	// at all; otherwise it keeps CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH
+	// as ambient capabilities so that Landlock, not file modes, decides
+	// which files it may reach. Ignored when the host is not root.
 	UID uint32
 	// Egress, when set, replaces the empty network namespace with one
 	// whose loopback holds a single TCP listener, handed to Egress before

@@ -23,7 +23,24 @@ import (
 // with ENOENT, and utime, chmod, setxattr or rename on a read-only path
 // fail with EROFS. The caller must have locked the goroutine to its thread
 // and must never unlock it (the namespace belongs to that thread).
-func privateRoot(scratch string, rules []Rule) (string, func(), error) {
+//
+// With uid set (a root host's per-call uid), root-owned paths are mounted
+// idmapped so that they appear owned by uid: the child then needs no
+// capability at all. idmapped reports whether every such mount took the
+// idmapping (a file system without idmapped-mount support does not).
+func privateRoot(scratch string, rules []Rule, uid uint32) (root string, cleanup func(), idmapped bool, err error) {
+	usernsFD := -1
+	if uid != 0 {
+		if usernsFD, err = usernsFor(uid); err != nil {
+			usernsFD = -1
+		}
+	}
+	idmapped = usernsFD >= 0
+	root, cleanup, err = buildRoot(scratch, rules, usernsFD, &idmapped)
+	return root, cleanup, idmapped, err
+}
+
+func buildRoot(scratch string, rules []Rule, usernsFD int, idmapped *bool) (string, func(), error) {
 	root, err := os.MkdirTemp(scratch, "root-")
 	if err != nil {
 		return "", nil, fmt.Errorf("private root: %w", err)
@@ -45,7 +62,7 @@ func privateRoot(scratch string, rules []Rule) (string, func(), error) {
 	sorted := append([]Rule(nil), rules...)
 	sort.SliceStable(sorted, func(i, j int) bool { return len(sorted[i].Path) < len(sorted[j].Path) })
 	for _, r := range sorted {
-		if err := bindRule(root, r); err != nil {
+		if err := bindRule(root, r, usernsFD, idmapped); err != nil {
 			return fail(err)
 		}
 	}
@@ -55,9 +72,11 @@ func privateRoot(scratch string, rules []Rule) (string, func(), error) {
 	return root, cleanup, nil
 }
 
-// bindRule mounts r.Path at the same path under root. A missing path is
-// skipped: there is nothing to reach through it.
-func bindRule(root string, r Rule) error {
+// bindRule mounts r.Path at the same path under root, idmapped when
+// usernsFD is set and the path is root-owned (clearing *idmapped when the
+// file system refuses the idmapping). A missing path is skipped: there is
+// nothing to reach through it.
+func bindRule(root string, r Rule, usernsFD int, idmapped *bool) error {
 	if !filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path {
 		return fmt.Errorf("rule path %q is not clean and absolute", r.Path)
 	}
@@ -82,6 +101,24 @@ func bindRule(root string, r Rule) error {
 			f.Close()
 		}
 	}
+	if usernsFD >= 0 && r.Access&Device == 0 && ownedByRoot(fi) && fi.Mode()&os.ModeDevice == 0 {
+		attrs := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
+		if r.Access&Write == 0 {
+			attrs |= unix.MOUNT_ATTR_RDONLY
+		}
+		if r.Access&Exec == 0 {
+			attrs |= unix.MOUNT_ATTR_NOEXEC
+		}
+		err := bindIdmapped(r.Path, target, usernsFD, attrs)
+		if err == nil {
+			return nil
+		}
+		if !openToOthers(fi, r.Access) {
+			// A plain bind then, and the caller keeps the DAC
+			// capabilities the call needs to reach it.
+			*idmapped = false
+		}
+	}
 	if err := unix.Mount(r.Path, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind %s: %w", r.Path, err)
 	}
@@ -99,4 +136,17 @@ func bindRule(root string, r Rule) error {
 		return fmt.Errorf("restrict %s: %w", r.Path, err)
 	}
 	return nil
+}
+
+// openToOthers reports whether any user may already use fi as r allows
+// (read, and list or execute), so a plain bind needs no capability.
+func openToOthers(fi os.FileInfo, a Access) bool {
+	need := os.FileMode(0o004)
+	if fi.IsDir() || a&Exec != 0 {
+		need |= 0o001
+	}
+	if a&Write != 0 {
+		need |= 0o002
+	}
+	return fi.Mode().Perm()&need == need
 }

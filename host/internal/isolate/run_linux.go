@@ -56,9 +56,15 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 		var cleanup func()
 		if err == nil && c.PrivateFS {
 			var root string
-			root, cleanup, err = privateRoot(c.Scratch, c.Rules)
+			var idmapped bool
+			root, cleanup, idmapped, err = privateRoot(c.Scratch, c.Rules, c.UID)
 			if err == nil {
 				cmd.SysProcAttr.Chroot = root
+				if idmapped {
+					// The host's files appear owned by the call's uid:
+					// it needs no capability at all.
+					cmd.SysProcAttr.AmbientCaps = nil
+				}
 			}
 		}
 		if err == nil && !c.Landlock {

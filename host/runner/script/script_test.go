@@ -948,3 +948,53 @@ print(json.dumps({"ret": r, "errno": e}))
 	}
 	mustSucceed(t, r, script.LangPython)
 }
+
+// TestNoCapabilities pins that a script runs with no capability at all
+// (it kept CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH as ambient
+// capabilities): the host's root-owned files it may read are mounted
+// idmapped, so they appear owned by the call's uid, and it still reads a
+// granted file in a 0700 workspace.
+func TestNoCapabilities(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	requireLang(t, script.LangPython)
+	if os.Geteuid() != 0 {
+		t.Skip("per-call uids need a root host")
+	}
+	code := `import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+amb = [libc.prctl(47, 1, c, 0, 0) for c in (1, 2)]  # PR_CAP_AMBIENT_IS_SET: DAC_OVERRIDE, DAC_READ_SEARCH
+print(json.dumps({"uid": os.getuid(), "ambient": amb, "data": open(sys.argv[0].rsplit("/", 1)[0] + "/main.py").read()[:6],
+                  "ws": open(os.environ["AGENTHOST_WORKSPACE"] + "/data/f.txt").read()}))
+`
+	f := newFixture(t, script.LangPython, code)
+	ws := f.grant.Workspace
+	if err := os.Chmod(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "data", "f.txt"), []byte("granted"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.grant.Read = []policy.PathRule{{Root: policy.RootWorkspace, Pattern: "data/**"}}
+	res := call(t, prepare(t, r, f), `{}`)
+	if res.Err != nil {
+		t.Fatalf("%v %q", res.Err, res.Logs)
+	}
+	var got struct {
+		UID     int    `json:"uid"`
+		Ambient []int  `json:"ambient"`
+		WS      string `json:"ws"`
+	}
+	if err := json.Unmarshal(res.Output, &got); err != nil {
+		t.Fatalf("%v: %s", err, res.Output)
+	}
+	if got.UID == 0 || got.Ambient[0] != 0 || got.Ambient[1] != 0 {
+		t.Fatalf("uid %d with ambient capabilities %v, want a non-root uid with none", got.UID, got.Ambient)
+	}
+	if got.WS != "granted" {
+		t.Fatalf("the granted file read %q", got.WS)
+	}
+}
