@@ -6,10 +6,11 @@
 GO ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
+SOAK ?= 2m
 BENCH_OUT ?= bench.txt
 
 .DEFAULT_GOAL := help
-.PHONY: help build toolpacks plugins guests demo test bench fuzz lint fmt fmtcheck check clean
+.PHONY: help build toolpacks plugins guests demo test soak bench fuzz lint fmt fmtcheck check clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -33,6 +34,9 @@ demo: toolpacks ## run the calls of testdata/llm/demo.txt, then audit every tool
 
 test: toolpacks guests ## run all tests with the race detector
 	$(GO) test -race ./...
+
+soak: toolpacks ## mixed concurrent calls, cancels, timeouts and Close during calls for a few minutes (SOAK=2m); not part of check
+	AGENTHOST_SOAK=1 AGENTHOST_SOAK_DURATION=$(SOAK) $(GO) test -run '^TestSoak$$' -count 1 -timeout 30m -v ./host
 
 bench: toolpacks ## run every benchmark 10 times into bench.txt (BENCH_OUT=...), for benchstat
 	$(GO) test -run '^$$' -bench . -benchmem -count 10 ./... > $(BENCH_OUT)
