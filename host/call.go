@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/abi"
@@ -81,6 +82,7 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelop
 	log := h.log.With("tool", t.ToolID)
 	start := time.Now()
 	res, err := h.run(ctx, p, runner.Request{Input: input, Logger: log})
+	redact(p.grant.Env, &res)
 	if ctx.Err() != nil && (err != nil || res.Err != nil) && !(res.Err != nil && res.Err.Code == abi.CodeTimeout && time.Since(start) >= p.grant.Limits.Timeout && p.grant.Limits.Timeout > 0) {
 		// The caller (or Close) ended the call: say so, whatever the
 		// runner made of the interruption.
@@ -251,4 +253,43 @@ func (h *Host) logged(env abi.Envelope) abi.Envelope {
 	}
 	h.log.Info("call", args...)
 	return env
+}
+
+// redactedMark replaces a secret in a call's result.
+const redactedMark = "[REDACTED]"
+
+// redact removes the values of the host environment variables granted to
+// the tool from its logs, error message and output: every host variable is
+// a secret, and a tool that prints one must not hand it to the caller, the
+// model or a log. Values shorter than 4 bytes are left alone (they would
+// match everywhere and protect nothing).
+func redact(env map[string]string, res *runner.Result) {
+	var secrets []string
+	for _, v := range env {
+		if len(v) >= 4 {
+			secrets = append(secrets, v)
+		}
+	}
+	if len(secrets) == 0 {
+		return
+	}
+	pairs := make([]string, 0, 2*len(secrets))
+	for _, v := range secrets {
+		pairs = append(pairs, v, redactedMark)
+	}
+	r := strings.NewReplacer(pairs...)
+	for i, l := range res.Logs {
+		res.Logs[i] = r.Replace(l)
+	}
+	if res.Err != nil {
+		e := *res.Err
+		e.Message = r.Replace(e.Message)
+		res.Err = &e
+	}
+	for _, v := range secrets {
+		if bytes.Contains(res.Output, []byte(v)) {
+			res.Output = []byte(r.Replace(string(res.Output)))
+			break
+		}
+	}
 }

@@ -313,3 +313,26 @@ func TestToolsOnlyCallable(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretsRedacted pins that a granted host variable's value never
+// comes back: a tool that echoes it gets [REDACTED] in its output.
+func TestSecretsRedacted(t *testing.T) {
+	t.Setenv("AGENTHOST_TEST_TOKEN", "s3cr3t-token-value")
+	dir := t.TempDir()
+	script := "import json, os, sys\njson.load(sys.stdin)\nv = os.environ['AGENTHOST_TEST_TOKEN']\nsys.stderr.write('token ' + v + '\\n')\nprint(json.dumps({'token': v}))\n"
+	if err := os.WriteFile(filepath.Join(dir, "leak.py"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := `{"toolId":"t:leak","displayName":"Leak","description":"Prints a secret.","version":"1.0.0",
+	"handler":{"type":"external-script","scriptPath":"leak.py","language":"python"},
+	"securityContext":{"env":["AGENTHOST_TEST_TOKEN"]}}`
+	if err := os.WriteFile(filepath.Join(dir, "leak.tool.json"), []byte(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := hosttest.NewHost(t, hosttest.Policy(t, "env: [AGENTHOST_TEST_TOKEN]"), dir)
+	env := h.Call(context.Background(), "t:leak", nil)
+	b, _ := json.Marshal(env)
+	if env.Status != abi.StatusSuccess || strings.Contains(string(b), "s3cr3t") || !strings.Contains(string(b), "[REDACTED]") {
+		t.Fatalf("envelope %s", b)
+	}
+}
