@@ -278,14 +278,7 @@ func redact(env map[string]string, res *runner.Result) {
 		pairs = append(pairs, v, redactedMark)
 	}
 	r := strings.NewReplacer(pairs...)
-	for i, l := range res.Logs {
-		res.Logs[i] = r.Replace(l)
-	}
-	if res.Err != nil {
-		e := *res.Err
-		e.Message = r.Replace(e.Message)
-		res.Err = &e
-	}
+	res.Rewrite(r)
 	for _, v := range secrets {
 		if bytes.Contains(res.Output, []byte(v)) {
 			res.Output = []byte(r.Replace(string(res.Output)))

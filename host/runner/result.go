@@ -79,3 +79,17 @@ func crashLine(logs []string) string {
 	}
 	return ""
 }
+
+// Rewrite passes the result's logs and error message through r (for
+// example to hide host paths or redact secrets); the error is copied, not
+// changed in place.
+func (res *Result) Rewrite(r *strings.Replacer) {
+	for i, l := range res.Logs {
+		res.Logs[i] = r.Replace(l)
+	}
+	if res.Err != nil {
+		e := *res.Err
+		e.Message = r.Replace(e.Message)
+		res.Err = &e
+	}
+}

@@ -90,20 +90,26 @@ func TestNpmFailureCached(t *testing.T) {
 // writeTarball writes an npm package tarball of package greet.
 func writeTarball(t *testing.T, path string) {
 	t.Helper()
+	writeTarGz(t, path, [][2]string{
+		{"package/package.json", `{"name":"greet","version":"1.0.0","main":"index.js"}`},
+		{"package/index.js", `module.exports = n => "hello " + n;`},
+	})
+}
+
+// writeTarGz writes a gzipped tar of regular files (name, body) at path.
+func writeTarGz(t *testing.T, path string, files [][2]string) {
+	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
-	for _, f := range []struct{ name, body string }{
-		{"package/package.json", `{"name":"greet","version":"1.0.0","main":"index.js"}`},
-		{"package/index.js", `module.exports = n => "hello " + n;`},
-	} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tw.Write([]byte(f.body)); err != nil {
+		if _, err := tw.Write([]byte(f[1])); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -214,30 +220,8 @@ func TestSdistNeverBuilt(t *testing.T) {
 // writeSdist writes a source distribution tarball holding setup.py.
 func writeSdist(t *testing.T, path, setup string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, f := range []struct{ name, body string }{
+	writeTarGz(t, path, [][2]string{
 		{"evil-1.0/setup.py", setup},
 		{"evil-1.0/PKG-INFO", "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"},
-	} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body))}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(f.body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	})
 }

@@ -25,13 +25,5 @@ func (p *prepared) hidePaths(tmp string, res *runner.Result) {
 			args = append(args, pr[0], pr[1])
 		}
 	}
-	r := strings.NewReplacer(args...)
-	for i, l := range res.Logs {
-		res.Logs[i] = r.Replace(l)
-	}
-	if res.Err != nil {
-		e := *res.Err
-		e.Message = r.Replace(e.Message)
-		res.Err = &e
-	}
+	res.Rewrite(strings.NewReplacer(args...))
 }

@@ -287,14 +287,7 @@ except PermissionError as e:
 `
 	f := newFixture(t, script.LangPython, code)
 	ws := f.grant.Workspace
-	for _, d := range []string{"data", "secret", "out"} {
-		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(ws, d, "f.txt"), []byte(d), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	workspaceDirs(t, ws, "data", "secret", "out")
 	f.grant.Read = []policy.PathRule{{Root: policy.RootWorkspace, Pattern: "data/**"}}
 	f.grant.Write = []policy.PathRule{{Root: policy.RootWorkspace, Pattern: "out/**"}}
 	p := prepare(t, r, f)
@@ -828,14 +821,7 @@ except OSError as e:
 `
 	f := newFixture(t, script.LangPython, code)
 	ws := f.grant.Workspace
-	for _, d := range []string{"data", "secret", "out"} {
-		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(ws, d, "f.txt"), []byte(d), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	workspaceDirs(t, ws, "data", "secret", "out")
 	f.grant.Read = []policy.PathRule{{Root: policy.RootWorkspace, Pattern: "data/**"}, {Root: policy.RootWorkspace, Pattern: "out/**"}}
 	f.grant.Write = []policy.PathRule{{Root: policy.RootWorkspace, Pattern: "out/**"}}
 	// A unix socket outside the grant, as a docker.sock would be.
@@ -996,5 +982,18 @@ print(json.dumps({"uid": os.getuid(), "ambient": amb, "data": open(sys.argv[0].r
 	}
 	if got.WS != "granted" {
 		t.Fatalf("the granted file read %q", got.WS)
+	}
+}
+
+// workspaceDirs makes each folder in ws with a file f.txt holding its name.
+func workspaceDirs(t *testing.T, ws string, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, d, "f.txt"), []byte(d), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
