@@ -52,3 +52,33 @@ func ExampleHost_Exec() {
 	// Observation: Tool core:echo executed successfully. Result: {"names":["Alice","Bob"]}
 	// Observation: Error - Unknown tool 'core:ecko'; did you mean 'core:echo'?
 }
+
+// ExampleFunc registers a Go function as a tool: its schemas come from
+// the Go types, and calls are validated like any tool's.
+func ExampleFunc() {
+	type args struct {
+		City string `json:"city" jsonschema:"the city name"`
+	}
+	type weather struct {
+		City string `json:"city"`
+		Temp int    `json:"tempC"`
+	}
+	forecast := host.Func("weather:now", "Current temperature in a city.",
+		func(ctx context.Context, a args) (weather, error) {
+			return weather{City: a.City, Temp: 21}, nil
+		})
+	ctx := context.Background()
+	h, err := host.New(ctx, host.Options{Tools: []host.Tool{forecast}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close(ctx)
+	env := h.Call(ctx, "weather:now", json.RawMessage(`{"city":"Lyon"}`))
+	fmt.Println(env.Status, string(env.Output))
+	env = h.Call(ctx, "weather:now", json.RawMessage(`{}`))
+	fmt.Println(env.Status, env.Error.Code)
+	// Output:
+	// success {"city":"Lyon","tempC":21}
+	// failure INVALID_ARGUMENTS
+}

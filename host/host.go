@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/agenthost/agenthost/abi"
@@ -15,6 +16,7 @@ import (
 	"github.com/agenthost/agenthost/host/registry"
 	"github.com/agenthost/agenthost/host/runner"
 	"github.com/agenthost/agenthost/host/runner/extism"
+	"github.com/agenthost/agenthost/host/runner/native"
 	"github.com/agenthost/agenthost/host/runner/script"
 	"github.com/agenthost/agenthost/host/runner/wasm"
 	"github.com/hashicorp/go-hclog"
@@ -27,6 +29,7 @@ type Host struct {
 	policy  *policy.Policy
 	reg     *registry.Registry
 	runners map[string]runner.Runner
+	native  *native.Runner
 	closers []func(context.Context) error
 
 	// life is cancelled by Close: preparations run under it (never under
@@ -73,6 +76,12 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if err := h.startRunners(ctx); err != nil {
 		_ = h.Close(ctx)
 		return nil, err
+	}
+	for _, t := range opts.Tools {
+		if err := h.Register(t); err != nil {
+			_ = h.Close(ctx)
+			return nil, err
+		}
 	}
 	for _, dir := range h.opts.Dirs {
 		if err := h.Load(dir); err != nil {
@@ -134,7 +143,8 @@ func (h *Host) startRunners(ctx context.Context) error {
 		return fmt.Errorf("host: %w", err)
 	}
 	h.closers = append(h.closers, sr.Close)
-	h.runners = map[string]runner.Runner{keyWasiCommand: wr, keyExtism: er, keyScript: sr}
+	h.native = native.New()
+	h.runners = map[string]runner.Runner{keyWasiCommand: wr, keyExtism: er, keyScript: sr, manifest.HandlerServiceMethod: h.native}
 	return nil
 }
 
@@ -157,12 +167,19 @@ func (h *Host) Load(dir string) error {
 // did not register, a workflow tool on a host without the workflow
 // engine).
 func (h *Host) checkHandler(t *manifest.Tool) error {
+	if t.Handler.Type == manifest.HandlerServiceMethod {
+		if h.native.Has(t.Handler.ServiceName, t.Handler.MethodName) {
+			return nil
+		}
+		registered := strings.Join(h.native.Services(), ", ")
+		if registered == "" {
+			registered = "none"
+		}
+		return fmt.Errorf("handler service-method: the host application registered no service %q with method %q (registered: %s)",
+			t.Handler.ServiceName, t.Handler.MethodName, registered)
+	}
 	if _, ok := h.runners[runnerKey(t)]; ok {
 		return nil
-	}
-	if t.Handler.Type == manifest.HandlerServiceMethod {
-		return fmt.Errorf("handler service-method: the host application registered no service %q with method %q (registered services: none)",
-			t.Handler.ServiceName, t.Handler.MethodName)
 	}
 	return fmt.Errorf("handler %q is not supported by this host", runnerKey(t))
 }

@@ -32,6 +32,9 @@ type Options struct {
 	// block after one fails: "" or OnFailureSkip marks them SKIPPED;
 	// OnFailureContinue runs them (for independent calls).
 	OnFailure OnFailure
+	// Tools are Go tools (see Func) registered before Dirs are loaded, so
+	// that manifests with handler "service-method" bind to them at load.
+	Tools []Tool
 	// CacheMaxBytes caps the host's cache folder: New evicts the least
 	// recently used entries above it. 0 means DefaultCacheMaxBytes; a
 	// negative value means no cap.

@@ -158,6 +158,7 @@ const (
 	RiskDegraded       = "degraded isolation"
 	RiskWidened        = "enforced coarser than granted"
 	RiskNativeCode     = "runs native code"
+	RiskInProcess      = "in-process, trusted"
 )
 
 // LongTimeout is the timeout from which an unmetered WASM tool is flagged
@@ -343,6 +344,9 @@ func risks(t *manifest.Tool, g *policy.Grant, env Environment) []Risk {
 	}
 	if t.Handler.Type == manifest.HandlerWasm && t.Handler.SHA256 == "" {
 		out = append(out, Risk{RiskUnpinned, "module " + strconv.Quote(t.Handler.Module) + " is not checked against a digest"})
+	}
+	if t.Handler.Type == manifest.HandlerServiceMethod && !g.Denied {
+		out = append(out, Risk{RiskInProcess, "a Go function of the host application: no sandbox; the grant rules only what the host hands it (workspace files, HTTP client, env)"})
 	}
 	if t.Handler.Type == manifest.HandlerScript && !g.Denied {
 		out = append(out, Risk{RiskNativeCode, t.Handler.Language + " interpreter outside the WASM sandbox, confined by kernel isolation only"})

@@ -396,3 +396,26 @@ func (r *Registry) Failures() []Failure {
 	defer r.mu.RUnlock()
 	return append([]Failure(nil), r.failures...)
 }
+
+// Remove drops every version of the tool id ("id", or "id@version" for
+// one version) and reports whether anything was removed.
+func (r *Registry) Remove(id string) bool {
+	name, version, hasVersion := strings.Cut(id, "@")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	versions := r.tools[name]
+	if !hasVersion {
+		delete(r.tools, name)
+		return len(versions) > 0
+	}
+	for i, t := range versions {
+		if t.Version == version {
+			r.tools[name] = append(versions[:i:i], versions[i+1:]...)
+			if len(r.tools[name]) == 0 {
+				delete(r.tools, name)
+			}
+			return true
+		}
+	}
+	return false
+}
