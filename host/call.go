@@ -73,6 +73,8 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelop
 	if perr != nil {
 		return abi.Failure(t.ToolID, perr)
 	}
+	p.acquire()
+	defer p.finish()
 	if p.grant.Denied {
 		return abi.Failure(t.ToolID, abi.Errorf(abi.CodePermissionDenied, "the operator's policy denies tool %s", t.ToolID))
 	}

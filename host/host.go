@@ -30,6 +30,7 @@ type Host struct {
 	reg     *registry.Registry
 	runners map[string]runner.Runner
 	native  *native.Runner
+	cat     catalogue
 	closers []func(context.Context) error
 
 	// life is cancelled by Close: preparations run under it (never under
@@ -145,20 +146,6 @@ func (h *Host) startRunners(ctx context.Context) error {
 	h.closers = append(h.closers, sr.Close)
 	h.native = native.New()
 	h.runners = map[string]runner.Runner{keyWasiCommand: wr, keyExtism: er, keyScript: sr, manifest.HandlerServiceMethod: h.native}
-	return nil
-}
-
-// Load scans dir recursively for *.tool.json manifests and adds them. It
-// fails only when dir itself cannot be read.
-func (h *Host) Load(dir string) error {
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("load toolpack %s: %w", dir, err)
-	}
-	n, failures := h.reg.LoadDirChecked(dir, h.checkHandler)
-	h.log.Debug("loaded toolpack", "dir", dir, "tools", n, "failures", len(failures))
-	for _, f := range failures {
-		h.log.Warn("tool failed to load", "path", f.Path, "tool", f.ToolID, "error", f.Err)
-	}
 	return nil
 }
 

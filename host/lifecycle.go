@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/agenthost/agenthost/abi"
@@ -25,6 +26,13 @@ type prepared struct {
 	grant *policy.Grant
 	run   runner.Prepared
 	err   *abi.Error
+
+	// refs counts the calls using run; once the tool has left the
+	// catalogue (retired) the last one frees run's resources.
+	refMu       sync.Mutex
+	refs        int
+	retired     bool
+	releaseOnce sync.Once
 }
 
 // prepare returns the tool's grant and prepared runner, starting the

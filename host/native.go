@@ -146,21 +146,28 @@ func (h *Host) Register(t Tool) error {
 	if t.manifest == nil {
 		return errors.New("register: an empty Tool (build one with host.Func)")
 	}
+	h.cat.mu.Lock()
+	defer h.cat.mu.Unlock()
 	hd := t.manifest.Handler
 	h.native.Register(hd.ServiceName, hd.MethodName, t.fn)
 	if err := h.reg.Add(t.manifest); err != nil {
 		return fmt.Errorf("register %s: %w", t.manifest.ToolID, err)
 	}
 	h.log.Debug("registered native tool", "tool", t.manifest.ToolID)
+	h.notify(Change{Added: []string{t.manifest.ToolID + "@" + t.manifest.Version}})
 	return nil
 }
 
 // Unregister removes the tool id ("id" or "id@version") from the
 // catalogue: new calls get UNKNOWN_TOOL, calls in flight finish.
 func (h *Host) Unregister(id string) error {
+	h.cat.mu.Lock()
+	defer h.cat.mu.Unlock()
 	if !h.reg.Remove(id) {
 		return abi.Errorf(abi.CodeUnknownTool, "unregister: no tool %q", id)
 	}
+	h.retireGone()
 	h.log.Debug("unregistered tool", "tool", id)
+	h.notify(Change{Removed: []string{id}})
 	return nil
 }

@@ -228,7 +228,7 @@ func (r *Registry) addLocked(t *manifest.Tool) error {
 		if t.Path != "" && o.Path == t.Path && o.Version == t.Version {
 			// The same manifest loaded again: a no-op when nothing changed
 			// (the prepared tool stays warm), else the new one replaces it.
-			if !sameTool(o, t) {
+			if !SameTool(o, t) {
 				versions[i] = t
 			}
 			return nil
@@ -250,9 +250,9 @@ func (r *Registry) addLocked(t *manifest.Tool) error {
 	return nil
 }
 
-// sameTool reports whether two loads of one manifest file are identical:
+// SameTool reports whether two loads of one manifest file are identical:
 // the same manifest content and the same module or script digest.
-func sameTool(a, b *manifest.Tool) bool {
+func SameTool(a, b *manifest.Tool) bool {
 	if a.Digest() != b.Digest() {
 		return false
 	}
@@ -418,4 +418,45 @@ func (r *Registry) Remove(id string) bool {
 		}
 	}
 	return false
+}
+
+// All returns every tool of every version, sorted by ID then version.
+func (r *Registry) All() []*manifest.Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*manifest.Tool
+	ids := make([]string, 0, len(r.tools))
+	for id := range r.tools {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		out = append(out, r.tools[id]...)
+	}
+	return out
+}
+
+// Swap replaces r's contents with o's in one step: a reader sees either
+// the old catalogue or the new one, never a mix. o must not be used
+// afterwards.
+func (r *Registry) Swap(o *Registry) {
+	o.mu.Lock()
+	tools, broken, failures := o.tools, o.broken, o.failures
+	o.mu.Unlock()
+	r.mu.Lock()
+	r.tools, r.broken, r.failures = tools, broken, failures
+	r.mu.Unlock()
+}
+
+// Keep puts prev in place of cur (the same tool, loaded again unchanged),
+// so that whatever was prepared for prev stays in use.
+func (r *Registry) Keep(prev, cur *manifest.Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	vs := r.tools[cur.ToolID]
+	for i, t := range vs {
+		if t == cur {
+			vs[i] = prev
+		}
+	}
 }

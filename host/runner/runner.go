@@ -37,6 +37,13 @@ type Prepared interface {
 	Run(ctx context.Context, req Request) (Result, error)
 }
 
+// Closer is implemented by a Prepared that holds resources beyond its
+// compiled module (pools of instances or memories): the host calls Close
+// once the tool has left the catalogue and its last call has returned.
+type Closer interface {
+	Close() error
+}
+
 // Request is one call.
 type Request struct {
 	// Input is the validated, coerced arguments as compact JSON with

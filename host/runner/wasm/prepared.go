@@ -275,3 +275,6 @@ func (p *prepared) closeModule(mod api.Module) {
 
 // Interface guards
 var _ runner.Prepared = (*prepared)(nil)
+
+// Interface guard
+var _ runner.Closer = (*prepared)(nil)

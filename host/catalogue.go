@@ -1,0 +1,260 @@
+package host
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/registry"
+	"github.com/agenthost/agenthost/host/runner"
+)
+
+// Change is one change of the catalogue, told to subscribers.
+type Change struct {
+	// Added, Changed and Removed list tool IDs ("id@version").
+	Added, Changed, Removed []string
+	// Failed are the manifests that failed to load in this change; a tool
+	// that loaded before keeps its previous version.
+	Failed []registry.Failure
+}
+
+// empty reports whether c says nothing.
+func (c Change) empty() bool {
+	return len(c.Added)+len(c.Changed)+len(c.Removed)+len(c.Failed) == 0
+}
+
+// catalogue is the live part of a Host: the loaded folders, the
+// subscribers, and the serialisation of changes.
+type catalogue struct {
+	mu     sync.Mutex // one change at a time
+	dirs   []string
+	subsMu sync.Mutex
+	subs   map[int]func(Change)
+	nextID int
+}
+
+// Subscribe calls fn after each change of the catalogue (Load, Unload,
+// Reload, Register, Unregister), on the goroutine that made the change.
+// The returned function unsubscribes.
+func (h *Host) Subscribe(fn func(Change)) (cancel func()) {
+	c := &h.cat
+	c.subsMu.Lock()
+	if c.subs == nil {
+		c.subs = map[int]func(Change){}
+	}
+	id := c.nextID
+	c.nextID++
+	c.subs[id] = fn
+	c.subsMu.Unlock()
+	return func() {
+		c.subsMu.Lock()
+		delete(c.subs, id)
+		c.subsMu.Unlock()
+	}
+}
+
+func (h *Host) notify(ch Change) {
+	if ch.empty() {
+		return
+	}
+	c := &h.cat
+	c.subsMu.Lock()
+	fns := make([]func(Change), 0, len(c.subs))
+	for _, fn := range c.subs {
+		fns = append(fns, fn)
+	}
+	c.subsMu.Unlock()
+	for _, fn := range fns {
+		fn(ch)
+	}
+}
+
+// Load scans dir recursively for *.tool.json manifests and adds them. It
+// fails only when dir itself cannot be read. Loading a folder again is a
+// reload of that folder: unchanged tools stay as they are (still warm),
+// changed ones are replaced, calls in flight finish on the version they
+// started with.
+func (h *Host) Load(dir string) error {
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("load toolpack %s: %w", dir, err)
+	}
+	h.cat.mu.Lock()
+	defer h.cat.mu.Unlock()
+	if !contains(h.cat.dirs, dir) {
+		h.cat.dirs = append(h.cat.dirs, dir)
+	}
+	ch, err := h.rebuild(h.cat.dirs)
+	h.notify(ch)
+	return err
+}
+
+// Unload removes the tools loaded from dir. Calls in flight finish; the
+// tools' pools are freed once they have.
+func (h *Host) Unload(dir string) error {
+	h.cat.mu.Lock()
+	defer h.cat.mu.Unlock()
+	if !contains(h.cat.dirs, dir) {
+		return fmt.Errorf("unload %s: not loaded", dir)
+	}
+	h.cat.dirs = remove(h.cat.dirs, dir)
+	ch, err := h.rebuild(h.cat.dirs)
+	h.notify(ch)
+	return err
+}
+
+// Reload rescans every loaded folder and swaps the catalogue in one step.
+// New calls see the new catalogue; calls in flight finish on the version
+// they started with, whose pools are freed once drained. Unchanged tools
+// are not touched. A manifest that now fails to load keeps its previous
+// working version, and Reload returns a LOAD_ERROR naming it.
+func (h *Host) Reload() error {
+	h.cat.mu.Lock()
+	defer h.cat.mu.Unlock()
+	ch, err := h.rebuild(h.cat.dirs)
+	h.notify(ch)
+	return err
+}
+
+// rebuild loads dirs into a new table, keeps what did not change (same
+// pointer, so preparations stay), keeps the previous version of a tool
+// whose manifest now fails, re-adds the registered Go tools, and swaps it
+// in. The caller holds h.cat.mu.
+func (h *Host) rebuild(dirs []string) (Change, error) {
+	next := registry.New()
+	var failures []registry.Failure
+	for _, dir := range dirs {
+		_, f := next.LoadDirChecked(dir, h.checkHandler)
+		failures = append(failures, f...)
+	}
+	old := h.reg.All()
+	byPath := map[string]*manifest.Tool{}
+	for _, t := range old {
+		if t.Path != "" {
+			byPath[t.Path] = t
+		}
+	}
+	var ch Change
+	seen := map[string]bool{}
+	for _, t := range next.All() {
+		seen[t.Path] = true
+		prev, ok := byPath[t.Path]
+		switch {
+		case !ok:
+			ch.Added = append(ch.Added, t.ToolID+"@"+t.Version)
+		case registry.SameTool(prev, t):
+			next.Keep(prev, t)
+		default:
+			ch.Changed = append(ch.Changed, t.ToolID+"@"+t.Version)
+		}
+	}
+	var errs []string
+	for _, f := range failures {
+		if prev, ok := byPath[f.Path]; ok && !seen[f.Path] {
+			// The tool loaded before: keep that version and say why the
+			// new one did not load.
+			if err := next.Add(prev); err == nil {
+				seen[f.Path] = true
+			}
+			errs = append(errs, f.Error())
+		}
+	}
+	ch.Failed = failures
+	for _, t := range old {
+		if t.Path == "" {
+			_ = next.Add(t) // a registered Go tool
+			continue
+		}
+		if !seen[t.Path] {
+			ch.Removed = append(ch.Removed, t.ToolID+"@"+t.Version)
+		}
+	}
+	for _, f := range failures {
+		h.log.Warn("tool failed to load", "path", f.Path, "tool", f.ToolID, "error", f.Err)
+	}
+	h.reg.Swap(next)
+	h.retireGone()
+	if len(errs) > 0 {
+		return ch, abi.Errorf(abi.CodeLoadError, "reload kept the previous version of %d tool(s) whose manifest no longer loads: %s", len(errs), strings.Join(errs, "; "))
+	}
+	return ch, nil
+}
+
+// retireGone forgets the preparations of tools no longer in the
+// catalogue and frees their runners once their last call has returned.
+func (h *Host) retireGone() {
+	live := map[*manifest.Tool]bool{}
+	for _, t := range h.reg.All() {
+		live[t] = true
+	}
+	h.mu.Lock()
+	var gone []*prepared
+	for t, p := range h.prepared {
+		if !live[t] {
+			delete(h.prepared, t)
+			gone = append(gone, p)
+		}
+	}
+	h.mu.Unlock()
+	for _, p := range gone {
+		p.retire()
+	}
+}
+
+// retire frees the prepared runner once no call uses it.
+func (p *prepared) retire() {
+	p.refMu.Lock()
+	p.retired = true
+	idle := p.refs == 0
+	p.refMu.Unlock()
+	if idle {
+		go p.release() // waits for a preparation still running
+	}
+}
+
+// acquire counts a call on p; finish must follow.
+func (p *prepared) acquire() {
+	p.refMu.Lock()
+	p.refs++
+	p.refMu.Unlock()
+}
+
+func (p *prepared) finish() {
+	p.refMu.Lock()
+	p.refs--
+	last := p.refs == 0 && p.retired
+	p.refMu.Unlock()
+	if last {
+		p.release()
+	}
+}
+
+func (p *prepared) release() {
+	<-p.done
+	p.releaseOnce.Do(func() {
+		if c, ok := p.run.(runner.Closer); ok {
+			_ = c.Close()
+		}
+	})
+}
+
+func contains(dirs []string, d string) bool {
+	for _, x := range dirs {
+		if x == d {
+			return true
+		}
+	}
+	return false
+}
+
+func remove(dirs []string, d string) []string {
+	out := dirs[:0:0]
+	for _, x := range dirs {
+		if x != d {
+			out = append(out, x)
+		}
+	}
+	return out
+}
