@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
 	"github.com/agenthost/agenthost/host/manifest"
@@ -253,4 +254,44 @@ func BenchmarkEchoParallel(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkNativeEcho is a Go tool's call through host.Call: the host's
+// own work (lookup, coercion, validation, grant, envelope) plus a JSON
+// round trip of the function's arguments and result. The reference in the
+// same run is the function called directly with the same JSON round trip.
+func BenchmarkNativeEcho(b *testing.B) {
+	type msg struct {
+		Text  string `json:"text"`
+		Count int    `json:"count,omitempty"`
+	}
+	echo := func(_ context.Context, m msg) (msg, error) { return m, nil }
+	ctx := context.Background()
+	h, err := host.New(ctx, host.Options{Tools: []host.Tool{host.Func("bench:echo", "Echo.", echo)}, CacheDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close(ctx)
+	args := json.RawMessage(`{"text":"hello","count":3}`)
+	b.Run("host.Call", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if env := h.Call(ctx, "bench:echo", args); env.Status != abi.StatusSuccess {
+				b.Fatal(env.Error)
+			}
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m msg
+			if err := json.Unmarshal(args, &m); err != nil {
+				b.Fatal(err)
+			}
+			out, _ := echo(ctx, m)
+			if _, err := json.Marshal(out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

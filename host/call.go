@@ -236,10 +236,11 @@ func finish(env abi.Envelope, start time.Time) abi.Envelope {
 	return env
 }
 
-// logged writes the one info line of a finished call: a call ID, the tool,
+// logged records a finished call for Health and writes its one info line: a call ID, the tool,
 // status, code, duration and fuel. Arguments, output and logs stay out of
 // it (they may hold secrets).
 func (h *Host) logged(env abi.Envelope) abi.Envelope {
+	h.health.record(env)
 	if !h.log.IsInfo() {
 		return env
 	}

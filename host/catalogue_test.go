@@ -190,3 +190,33 @@ func TestUnregisterDuringCall(t *testing.T) {
 		t.Fatalf("after Unregister: %v", env.Error)
 	}
 }
+
+// TestWatch pins the file watcher: editing a manifest under a loaded
+// folder reloads it (debounced) and subscribers hear of it.
+func TestWatch(t *testing.T) {
+	dir := echoPack(t)
+	h := hosttest.NewHost(t, nil, dir)
+	changed := make(chan host.Change, 4)
+	defer h.Subscribe(func(c host.Change) { changed <- c })()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- h.Watch(ctx, 50*time.Millisecond, nil) }()
+	time.Sleep(100 * time.Millisecond) // let the watcher start
+	editDescription(t, dir, "Echo, edited on disk.")
+	select {
+	case c := <-changed:
+		if len(c.Changed) != 1 || !strings.HasPrefix(c.Changed[0], "core:echo@") {
+			t.Fatalf("change %+v", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reload after the manifest changed")
+	}
+	if tl, _ := h.Tool("core:echo"); tl.Description != "Echo, edited on disk." {
+		t.Fatalf("description %q", tl.Description)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -31,6 +31,7 @@ type Host struct {
 	runners map[string]runner.Runner
 	native  *native.Runner
 	cat     catalogue
+	health  health
 	closers []func(context.Context) error
 
 	// life is cancelled by Close: preparations run under it (never under

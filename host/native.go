@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -77,7 +78,8 @@ func WithService(service, method string) FuncOption {
 // Func makes a Go function a tool. The parameter and output schemas are
 // derived from In and Out (github.com/google/jsonschema-go: exported
 // fields, `json` tags for names and omitempty for optional fields,
-// `jsonschema` tags for descriptions) and compiled by the same validator as
+// `jsonschema` tags for descriptions; and an `enum:"a,b,c"` tag for the
+// allowed values of a string field) and compiled by the same validator as
 // manifests. The function gets the validated arguments decoded into In;
 // its Out is the call's output. An error that is an *abi.Error keeps its
 // code, any other is TOOL_ERROR.
@@ -92,10 +94,12 @@ func Func[In, Out any](id, description string, fn func(context.Context, In) (Out
 	if err != nil {
 		return Tool{err: fmt.Errorf("native tool %s: parameters: %w", id, err)}
 	}
+	applyEnums(reflect.TypeFor[In](), in)
 	out, err := jsonschema.For[Out](nil)
 	if err != nil {
 		return Tool{err: fmt.Errorf("native tool %s: output: %w", id, err)}
 	}
+	applyEnums(reflect.TypeFor[Out](), out)
 	doc := map[string]any{
 		"toolId": id, "displayName": spec.displayName, "description": description, "version": spec.version,
 		"handler":    map[string]any{"type": manifest.HandlerServiceMethod, "serviceName": spec.service, "methodName": spec.method},
@@ -170,4 +174,42 @@ func (h *Host) Unregister(id string) error {
 	h.log.Debug("unregistered tool", "tool", id)
 	h.notify(Change{Removed: []string{id}})
 	return nil
+}
+
+// applyEnums adds the allowed values of `enum:"a,b"` struct tags to s, the
+// schema derived from t, through nested structs, pointers and slices.
+func applyEnums(t reflect.Type, s *jsonschema.Schema) {
+	for s != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		if t.Kind() != reflect.Pointer {
+			s = s.Items
+		}
+		t = t.Elem()
+	}
+	if s == nil || t.Kind() != reflect.Struct {
+		return
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		ps := s.Properties[name]
+		if ps == nil {
+			continue
+		}
+		if vals, ok := f.Tag.Lookup("enum"); ok {
+			ps.Enum = nil
+			for _, v := range strings.Split(vals, ",") {
+				ps.Enum = append(ps.Enum, strings.TrimSpace(v))
+			}
+		}
+		applyEnums(f.Type, ps)
+	}
 }

@@ -20,7 +20,8 @@ type greetArgs struct {
 	Name  string `json:"name" jsonschema:"who to greet"`
 	Times int    `json:"times,omitempty" jsonschema:"how many times"`
 	Style struct {
-		Shout bool `json:"shout,omitempty"`
+		Shout bool   `json:"shout,omitempty"`
+		Mood  string `json:"mood,omitempty" enum:"warm,formal"`
 	} `json:"style,omitempty"`
 }
 
@@ -56,7 +57,8 @@ func TestFunc_roundTrip(t *testing.T) {
 	if err := json.Unmarshal(tl.Parameters, &params); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(params.Required, ",") != "name" || !strings.Contains(string(params.Properties["name"]), "who to greet") || !strings.Contains(string(params.Properties["style"]), "shout") {
+	if strings.Join(params.Required, ",") != "name" || !strings.Contains(string(params.Properties["name"]), "who to greet") ||
+		!strings.Contains(string(params.Properties["style"]), "shout") || !strings.Contains(string(params.Properties["style"]), `"enum":["warm","formal"]`) {
 		t.Fatalf("derived schema %s", tl.Parameters)
 	}
 	ctx := context.Background()
@@ -66,6 +68,9 @@ func TestFunc_roundTrip(t *testing.T) {
 	}
 	if env := h.Call(ctx, "app:greet", json.RawMessage(`{"times":"x"}`)); code(env) != abi.CodeInvalidArguments {
 		t.Fatalf("bad arguments: %v", env.Error)
+	}
+	if env := h.Call(ctx, "app:greet", json.RawMessage(`{"name":"x","style":{"mood":"angry"}}`)); code(env) != abi.CodeInvalidArguments {
+		t.Fatalf("a value outside the enum: %v", env.Error)
 	}
 	// From an ACTION block every leaf is a string: coerced by the schema.
 	turn := h.Exec(ctx, `<ACTION><app:greet><name>Bo</name><times>2</times></app:greet></ACTION>`)
