@@ -61,7 +61,7 @@ func commands() []command {
 	return []command{
 		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
-		testCommand(), cacheCommand(), versionCommand(),
+		schemaCommand(), testCommand(), cacheCommand(), versionCommand(),
 	}
 }
 
