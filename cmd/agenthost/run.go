@@ -49,6 +49,7 @@ type env struct {
 	format       string
 	failOn       string
 	onFailure    string
+	watch        bool
 	olderThan    time.Duration
 	maxSize      string
 	compact      bool
@@ -61,7 +62,7 @@ func commands() []command {
 	return []command{
 		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
-		schemaCommand(), testCommand(), cacheCommand(), versionCommand(),
+		schemaCommand(), mcpCommand(), testCommand(), cacheCommand(), versionCommand(),
 	}
 }
 

@@ -1,0 +1,45 @@
+package host_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/host/hosttest"
+)
+
+// frontEnds may import the host facade; nothing else under host/ may, and
+// the facade imports none of them: dependencies point one way.
+var frontEnds = map[string]bool{
+	"github.com/agenthost/agenthost/host/mcp":      true,
+	"github.com/agenthost/agenthost/host/hosttest": true,
+}
+
+// TestLayers fails when a package under host/ imports the facade without
+// being a front-end, or the facade (directly or not) imports a front-end.
+func TestLayers(t *testing.T) {
+	const facade = "github.com/agenthost/agenthost/host"
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{join .Imports " "}}|{{join .Deps " "}}`, "./host/...")
+	cmd.Dir = hosttest.Root(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		parts := strings.SplitN(line, "|", 3)
+		pkg, imports, deps := parts[0], strings.Fields(parts[1]), strings.Fields(parts[2])
+		if pkg == facade {
+			for _, d := range deps {
+				if frontEnds[d] {
+					t.Errorf("the facade depends on the front-end %s", d)
+				}
+			}
+			continue
+		}
+		for _, imp := range imports {
+			if imp == facade && !frontEnds[pkg] {
+				t.Errorf("%s imports the facade but is not a front-end", pkg)
+			}
+		}
+	}
+}

@@ -1,0 +1,213 @@
+// Package mcp serves a host's catalogue as an MCP server, on the official
+// Go SDK (github.com/modelcontextprotocol/go-sdk): over stdio
+// ([Server.RunStdio]) or as a Streamable HTTP handler ([Server.Handler]).
+//
+// tools/list holds the tools a model may call (policy-denied ones are
+// absent), named by their wire names (core:echo is core__echo), with the
+// display name as title, the parameters as inputSchema ({"type":"object"}
+// when absent), the output schema for object outputs, annotations derived
+// from the effective grant (readOnlyHint: no write and no network;
+// destructiveHint: a write grant; openWorldHint: a network grant; each sent
+// explicitly), and _meta with the tool ID, version and digest. tools/call
+// runs the call through the host: success is the compact JSON of the
+// output as text plus structuredContent for object outputs; failure is
+// isError with the observation text and the error object under _meta. A
+// client's notifications/cancelled cancels the call (CANCELLED, the guest
+// stopped); a progressToken gets progress notifications; a change of the
+// catalogue sends notifications/tools/list_changed.
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/observation"
+	"github.com/agenthost/agenthost/host/wire"
+)
+
+// Options configure a Server. The zero value means the defaults.
+type Options struct {
+	// Name and Version identify the server to clients (default
+	// "agenthost" and "dev").
+	Name, Version string
+	// Logger receives diagnostics; nil means a null logger.
+	Logger hclog.Logger
+}
+
+// Meta keys of a tool's _meta and of a failed call's _meta.
+const (
+	MetaToolID  = "agenthost/toolId"
+	MetaVersion = "agenthost/version"
+	MetaDigest  = "agenthost/digest"
+	MetaError   = "agenthost/error"
+)
+
+// Server is a host's catalogue as an MCP server. It follows the catalogue
+// while it lives: Close stops that.
+type Server struct {
+	h      *host.Host
+	srv    *sdk.Server
+	log    hclog.Logger
+	unsub  func()
+	mu     sync.Mutex
+	listed map[string]string // wire name -> "id@version" served now
+}
+
+// New builds the server for h and lists its tools.
+func New(h *host.Host, opts Options) *Server {
+	if opts.Name == "" {
+		opts.Name = "agenthost"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	s := &Server{h: h, log: log, listed: map[string]string{}}
+	s.srv = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version},
+		&sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}}})
+	s.sync()
+	s.unsub = h.Subscribe(func(host.Change) { s.sync() })
+	return s
+}
+
+// Close stops following the catalogue.
+func (s *Server) Close() { s.unsub() }
+
+// SDK returns the underlying SDK server (to add prompts or resources).
+func (s *Server) SDK() *sdk.Server { return s.srv }
+
+// RunStdio serves one client on stdin / stdout until it disconnects or ctx
+// is done.
+func (s *Server) RunStdio(ctx context.Context) error {
+	return s.srv.Run(ctx, &sdk.StdioTransport{})
+}
+
+// Run serves one client over t (for tests and embedders).
+func (s *Server) Run(ctx context.Context, t sdk.Transport) error { return s.srv.Run(ctx, t) }
+
+// Handler serves Streamable HTTP (mount it at /mcp).
+func (s *Server) Handler() http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, nil)
+}
+
+// sync makes the SDK's tool list match the catalogue: the tools a model
+// may call, by wire name. Two tools whose wire names collide are both left
+// out (and logged).
+func (s *Server) sync() {
+	tools := s.h.Tools()
+	ids := make([]string, len(tools))
+	for i, t := range tools {
+		ids[i] = t.ToolID
+	}
+	tab, err := wire.NewTable(ids)
+	if err != nil {
+		s.log.Warn("MCP tool names", "error", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := map[string]*manifest.Tool{}
+	for _, t := range tools {
+		if n, ok := tab.Name(t.ToolID); ok {
+			want[n] = t
+		}
+	}
+	var gone []string
+	for n, key := range s.listed {
+		if t, ok := want[n]; !ok || key != t.ToolID+"@"+t.Version+"@"+t.Digest() {
+			gone = append(gone, n)
+			delete(s.listed, n)
+		}
+	}
+	if len(gone) > 0 {
+		s.srv.RemoveTools(gone...)
+	}
+	for n, t := range want {
+		if _, ok := s.listed[n]; ok {
+			continue
+		}
+		st, err := s.toolOf(n, t)
+		if err != nil {
+			s.log.Warn("MCP tool left out", "tool", t.ToolID, "error", err)
+			continue
+		}
+		s.srv.AddTool(st, s.handler(n, t.ToolID))
+		s.listed[n] = t.ToolID + "@" + t.Version + "@" + t.Digest()
+	}
+}
+
+// toolOf is the MCP definition of t.
+func (s *Server) toolOf(name string, t *manifest.Tool) (*sdk.Tool, error) {
+	in := json.RawMessage(`{"type":"object"}`)
+	if len(t.Parameters) > 0 {
+		in = t.Parameters
+	}
+	st := &sdk.Tool{Name: name, Title: t.DisplayName, Description: t.Description, InputSchema: in,
+		Meta: sdk.Meta{MetaToolID: t.ToolID, MetaVersion: t.Version}}
+	if d := t.Digest(); d != "" {
+		st.Meta[MetaDigest] = "sha256:" + d
+	}
+	if len(t.Output) > 0 {
+		var o map[string]any
+		if json.Unmarshal(t.Output, &o) == nil && o["type"] == "object" {
+			st.OutputSchema = t.Output
+		}
+	}
+	g, err := s.h.Grant(t.ToolID + "@" + t.Version)
+	if err != nil {
+		return nil, err
+	}
+	write := false
+	for _, r := range g.Write {
+		if r.Root != "tmp" {
+			write = true
+		}
+	}
+	network := len(g.Hosts) > 0
+	readOnly, destructive, openWorld := !write && !network, write, network
+	st.Annotations = &sdk.ToolAnnotations{Title: t.DisplayName, ReadOnlyHint: readOnly, DestructiveHint: &destructive, OpenWorldHint: &openWorld}
+	return st, nil
+}
+
+// handler runs a call of the tool id.
+func (s *Server) handler(name, id string) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		token := req.Params.GetProgressToken()
+		progress := func(p float64, msg string) {
+			if token != nil && req.Session != nil {
+				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: 1, Message: msg})
+			}
+		}
+		progress(0, "started")
+		env := s.h.Call(ctx, id, req.Params.Arguments)
+		progress(1, string(env.Status))
+		return resultOf(name, env), nil
+	}
+}
+
+// resultOf maps an envelope to an MCP result.
+func resultOf(name string, env abi.Envelope) *sdk.CallToolResult {
+	if env.Status != abi.StatusSuccess && env.Error != nil {
+		return &sdk.CallToolResult{
+			IsError: true,
+			Content: []sdk.Content{&sdk.TextContent{Text: observation.Error(name, env.Error)}},
+			Meta:    sdk.Meta{MetaError: env.Error},
+		}
+	}
+	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(env.Output)}}}
+	var obj map[string]any
+	if json.Unmarshal(env.Output, &obj) == nil && obj != nil {
+		res.StructuredContent = json.RawMessage(env.Output)
+	}
+	return res
+}
