@@ -27,9 +27,11 @@ plugins: toolpacks ## alias of toolpacks
 guests: ## build the example guests in C, Rust and AssemblyScript (examples/guests); a missing toolchain is skipped with a note
 	$(GO) run ./plugins/internal/guests -dir examples/guests && $(GO) run ./cmd/agenthost validate --write-digests examples/guests
 
-demo: toolpacks build ## run the tool calls of an LLM output, serve the tools to an MCP client, audit every tool
+demo: toolpacks build ## run the tool calls of an LLM output, an agent on a replay, the tools for an MCP client; audit
 	$(GO) run ./cmd/agenthost exec --dir toolpacks --policy examples/demo/policy.yaml testdata/llm/demo.txt
 	@echo "--- what fs:write saved in examples/demo/workspace/out/plan.md:"; cat examples/demo/workspace/out/plan.md; echo
+	@echo "--- an agent run on a replayed transcript (examples/agent/demo.jsonl):"
+	$(GO) run ./cmd/agenthost run --dir toolpacks --provider replay --replay examples/agent/demo.jsonl "Count the words and hash a word."
 	@echo "--- an MCP client (the official Go SDK) lists and calls the tools over 'agenthost mcp':"
 	$(GO) run ./examples/mcpclient -agenthost bin/agenthost -dir toolpacks
 	$(GO) run ./cmd/agenthost audit --dir toolpacks

@@ -12,6 +12,7 @@ import (
 // the facade imports none of them: dependencies point one way.
 var frontEnds = map[string]bool{
 	"github.com/agenthost/agenthost/host/mcp":      true,
+	"github.com/agenthost/agenthost/host/agent":    true,
 	"github.com/agenthost/agenthost/host/hosttest": true,
 }
 

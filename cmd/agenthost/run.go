@@ -50,6 +50,7 @@ type env struct {
 	failOn       string
 	onFailure    string
 	watch        bool
+	agent        agentFlags
 	olderThan    time.Duration
 	maxSize      string
 	compact      bool
@@ -62,7 +63,7 @@ func commands() []command {
 	return []command{
 		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
-		schemaCommand(), mcpCommand(), testCommand(), cacheCommand(), versionCommand(),
+		runCommand(), schemaCommand(), mcpCommand(), testCommand(), cacheCommand(), versionCommand(),
 	}
 }
 

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/agenthost/agenthost/host/agent"
+	"github.com/agenthost/agenthost/host/llm"
+)
+
+// agentFlags are the flags of `run`.
+type agentFlags struct {
+	provider, baseURL, model, apiKeyEnv, replay, mode, system string
+	maxIterations                                             int
+}
+
+func runCommand() command {
+	return command{
+		name: "run", usage: "run [--provider openai|replay] [--model M] [--mode native|action] [--json] [TASK|-]",
+		summary: "run the agent loop on a task: progress on stderr, the answer on stdout",
+		flags: func(fs *flag.FlagSet, e *env) {
+			a := &e.agent
+			fs.StringVar(&a.provider, "provider", "openai", "`PROVIDER`: openai (any Chat Completions API) or replay (a JSONL transcript)")
+			fs.StringVar(&a.baseURL, "base-url", "https://api.openai.com/v1", "the provider's API root")
+			fs.StringVar(&a.model, "model", "", "the model name")
+			fs.StringVar(&a.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "the environment `VARIABLE` holding the API key")
+			fs.StringVar(&a.replay, "replay", "", "replay: the transcript `FILE` (JSONL, one model turn per line)")
+			fs.StringVar(&a.mode, "mode", "native", "`MODE`: native (provider tool calling) or action (the ACTION protocol in text)")
+			fs.StringVar(&a.system, "system", "", "a system prompt")
+			fs.IntVar(&a.maxIterations, "max-iterations", agent.DefaultMaxIterations, "the cap on model turns (then status partial)")
+			fs.BoolVar(&e.asJSON, "json", false, `print {"status","answer","iterations","steps"} on stdout`)
+		},
+		run: runAgent,
+	}
+}
+
+func runAgent(ctx context.Context, e *env, args []string) error {
+	if len(args) > 1 {
+		return usageError{"run takes one TASK (or - to read it from stdin)"}
+	}
+	task := "Use the tools as needed to help the user."
+	if len(args) == 1 {
+		b, err := e.readInput(args[0], true)
+		if err != nil {
+			return err
+		}
+		task = strings.TrimSpace(string(b))
+	}
+	a := e.agent
+	var p llm.Provider
+	switch a.provider {
+	case "replay":
+		if a.replay == "" {
+			return usageError{"--provider replay needs --replay FILE"}
+		}
+		r, err := llm.NewReplay(a.replay)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		p = r
+	case "openai":
+		if a.model == "" {
+			return usageError{"--provider openai needs --model"}
+		}
+		o, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: a.baseURL, APIKeyEnv: a.apiKeyEnv})
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		p = o
+	default:
+		return usageError{"--provider must be openai or replay"}
+	}
+	h, err := e.newHost(ctx)
+	if err != nil {
+		return err
+	}
+	defer h.Close(ctx)
+	progress := e.messages()
+	res, err := agent.Run(ctx, h, task, agent.Options{
+		Provider: p, Model: a.model, Mode: a.mode, SystemPrompt: a.system, MaxIterations: a.maxIterations,
+		OnEvent: func(ev agent.Event) {
+			switch ev.Kind {
+			case "model":
+				fmt.Fprintf(progress, "agenthost: model turn (%s)\n", ev.Duration.Round(1e5))
+			case "tool":
+				fmt.Fprintf(progress, "agenthost:   tool %s: %s (%s)\n", ev.Tool, ev.Status, ev.Duration.Round(1e5))
+			}
+		},
+	})
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if e.asJSON {
+		if err := e.printJSON(res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(e.stdout, res.Answer)
+		if res.Error != "" {
+			fmt.Fprintf(e.messages(), "agenthost: run %s: %s\n", res.Status, res.Error)
+		}
+	}
+	if res.Status != "done" {
+		return exitError{1}
+	}
+	return nil
+}

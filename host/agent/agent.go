@@ -1,0 +1,422 @@
+// Package agent runs the deliberation loop around a host: it asks a model
+// (host/llm) what to do, runs the tool calls it asks for, feeds the results
+// back, and stops at the model's final text answer or at the iteration
+// cap. Two modes: native (the provider's tool calling, wire names, parallel
+// calls in one turn) and action (the ACTION protocol in plain text, for
+// models without tool calling).
+//
+// An execution context follows the run: the steps, the last observations,
+// the failed attempts (tool, argument hash, code), and per tool what
+// failed and what then worked; its failure summary goes into every
+// prompt, and a call identical to one that already failed is not run
+// again: the model is told so and offered alternatives.
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/observation"
+	"github.com/agenthost/agenthost/host/prompt"
+	"github.com/agenthost/agenthost/host/wire"
+)
+
+// Modes.
+const (
+	ModeNative = "native"
+	ModeAction = "action"
+)
+
+// DefaultMaxIterations caps a run when Options.MaxIterations is 0.
+const DefaultMaxIterations = 20
+
+// Options configure a run. The zero value of each field means its default.
+type Options struct {
+	Provider llm.Provider
+	Model    string
+	// Mode is ModeNative (default) or ModeAction.
+	Mode string
+	// SystemPrompt comes first in the system message.
+	SystemPrompt string
+	// MaxIterations caps the model turns (default 20); reaching it ends
+	// the run with status partial.
+	MaxIterations int
+	// Tools, when set, are the only tool IDs the model sees (others are
+	// unknown to it); nil means every tool the host lets a model call.
+	Tools []string
+	// OnEvent, when set, is told of each model turn and tool call.
+	OnEvent func(Event)
+}
+
+// Event is one step of a run, for progress output.
+type Event struct {
+	Kind     string        `json:"kind"` // "model" or "tool"
+	Text     string        `json:"text,omitempty"`
+	Tool     string        `json:"tool,omitempty"`
+	Status   string        `json:"status,omitempty"`
+	Duration time.Duration `json:"duration"`
+}
+
+// ToolAgentOutput is the canonical record of one tool call. The model
+// sees only its text projection (the compact JSON of Result, or the
+// observation on failure).
+type ToolAgentOutput struct {
+	ToolName     string          `json:"tool_name"`
+	ToolCallID   string          `json:"tool_call_id"`
+	ToolCallArgs json.RawMessage `json:"tool_call_args"`
+	Status       string          `json:"status"`
+	Result       json.RawMessage `json:"result,omitempty"`
+	Error        *abi.Error      `json:"error,omitempty"`
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	// Status is "done" (the model answered), "partial" (the iteration
+	// cap) or "failed" (the provider failed).
+	Status     string            `json:"status"`
+	Answer     string            `json:"answer"`
+	Iterations int               `json:"iterations"`
+	Steps      []ToolAgentOutput `json:"steps"`
+	Error      string            `json:"error,omitempty"`
+}
+
+// Run runs task on h until the model answers or the cap is reached. Its
+// error is non-nil only for bad options; a provider failure is a Result
+// with status failed.
+func Run(ctx context.Context, h *host.Host, task string, o Options) (Result, error) {
+	if o.Provider == nil {
+		return Result{}, errors.New("agent: no provider")
+	}
+	if o.Mode == "" {
+		o.Mode = ModeNative
+	}
+	if o.Mode != ModeNative && o.Mode != ModeAction {
+		return Result{}, fmt.Errorf("agent: mode %q: want native or action", o.Mode)
+	}
+	if o.MaxIterations <= 0 {
+		o.MaxIterations = DefaultMaxIterations
+	}
+	r := &run{h: h, o: o, res: Result{Steps: []ToolAgentOutput{}}}
+	if err := r.tools(); err != nil {
+		return Result{}, err
+	}
+	r.msgs = []llm.Message{{Role: llm.RoleSystem}, {Role: llm.RoleUser, Content: task}}
+	for r.res.Iterations < o.MaxIterations {
+		r.res.Iterations++
+		r.msgs[0].Content = r.system()
+		start := time.Now()
+		resp, err := o.Provider.Complete(ctx, llm.Request{Model: o.Model, Messages: r.msgs, Tools: r.defs})
+		if err != nil {
+			r.res.Status, r.res.Error = "failed", err.Error()
+			return r.res, nil
+		}
+		r.event(Event{Kind: "model", Text: resp.Content, Duration: time.Since(start)})
+		var done bool
+		if o.Mode == ModeAction {
+			done = r.actionTurn(ctx, resp)
+		} else {
+			done = r.nativeTurn(ctx, resp)
+		}
+		if done {
+			r.res.Status = "done"
+			return r.res, nil
+		}
+	}
+	r.res.Status = "partial"
+	r.res.Answer = fmt.Sprintf("Stopped after %d iterations without a final answer. %s", o.MaxIterations, r.ec.summary())
+	return r.res, nil
+}
+
+// run is the state of one Run.
+type run struct {
+	h     *host.Host
+	o     Options
+	res   Result
+	msgs  []llm.Message
+	defs  []llm.ToolDef
+	table *wire.Table
+	byID  map[string]*manifest.Tool
+	ec    execContext
+}
+
+// tools builds the tool set the model sees.
+func (r *run) tools() error {
+	allowed := map[string]bool{}
+	for _, id := range r.o.Tools {
+		allowed[id] = true
+	}
+	r.byID = map[string]*manifest.Tool{}
+	var ids []string
+	for _, t := range r.h.Tools() {
+		if len(allowed) > 0 && !allowed[t.ToolID] {
+			continue
+		}
+		r.byID[t.ToolID] = t
+		ids = append(ids, t.ToolID)
+	}
+	tab, err := wire.NewTable(ids)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	r.table = tab
+	for _, id := range ids {
+		t := r.byID[id]
+		n, _ := tab.Name(id)
+		params := t.Parameters
+		if len(params) == 0 {
+			params = json.RawMessage(`{"type":"object"}`)
+		}
+		r.defs = append(r.defs, llm.ToolDef{Name: n, Description: t.Description, Parameters: params})
+	}
+	return nil
+}
+
+func (r *run) event(e Event) {
+	if r.o.OnEvent != nil {
+		r.o.OnEvent(e)
+	}
+}
+
+// system is the system message of the next turn: the profile's prompt, the
+// ACTION protocol and catalogue in action mode, and the failure summary.
+func (r *run) system() string {
+	var b strings.Builder
+	b.WriteString(r.o.SystemPrompt)
+	if r.o.Mode == ModeAction {
+		var ts []*manifest.Tool
+		for _, id := range sortedKeys(r.byID) {
+			ts = append(ts, r.byID[id])
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(prompt.Render(ts, prompt.Options{Compact: true}))
+	}
+	if s := r.ec.summary(); s != "" {
+		b.WriteString("\n\n" + s)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// nativeTurn handles a provider turn with tool calls; done when it has
+// none (its text is the answer).
+func (r *run) nativeTurn(ctx context.Context, resp llm.Response) bool {
+	if len(resp.ToolCalls) == 0 {
+		if strings.TrimSpace(resp.Content) == "" {
+			r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: "Your last turn was empty. Call a tool or give your final answer."})
+			return false
+		}
+		r.res.Answer = resp.Content
+		return true
+	}
+	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
+	for _, tc := range resp.ToolCalls {
+		out, text := r.callTool(ctx, tc.ID, tc.Name, tc.Arguments)
+		r.res.Steps = append(r.res.Steps, out)
+		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: text})
+	}
+	return false
+}
+
+// actionTurn handles a text turn in the ACTION protocol; done when it
+// holds no ACTION block (its text is the answer).
+func (r *run) actionTurn(ctx context.Context, resp llm.Response) bool {
+	turn := r.h.Exec(ctx, resp.Content)
+	if turn.Error == nil && len(turn.Calls) == 0 {
+		if strings.TrimSpace(resp.Content) == "" {
+			r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: "Your last turn was empty. Send an ACTION block or your final answer."})
+			return false
+		}
+		r.res.Answer = turn.ResponseText
+		return true
+	}
+	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content})
+	for i, env := range turn.Results {
+		args, _ := json.Marshal(turn.Calls[i].Args)
+		out := stepOf(env.ToolID, fmt.Sprintf("action_%d_%d", r.res.Iterations, i+1), args, env)
+		r.res.Steps = append(r.res.Steps, out)
+		r.ec.record(env.ToolID, args, env)
+	}
+	obs := turn.Observation
+	if turn.Error != nil && obs == "" {
+		obs = observation.Error("", turn.Error)
+	}
+	r.ec.observe(obs)
+	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: obs})
+	return false
+}
+
+// callTool runs one native tool call and returns its record and the text
+// the model sees.
+func (r *run) callTool(ctx context.Context, callID, name, rawArgs string) (ToolAgentOutput, string) {
+	id, ok := r.table.ID(name)
+	args := json.RawMessage(rawArgs)
+	if len(strings.TrimSpace(rawArgs)) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	var env abi.Envelope
+	start := time.Now()
+	switch {
+	case !ok:
+		env = abi.Failure(name, abi.Errorf(abi.CodeUnknownTool, "unknown tool '%s'; the tools are: %s", name, strings.Join(wireNames(r.defs), ", ")))
+	case !json.Valid(args):
+		env = abi.Failure(id, abi.Errorf(abi.CodeInvalidArguments, "the arguments are not valid JSON: %s", snippet(rawArgs)))
+	default:
+		if prev, failed := r.ec.failedBefore(id, args); failed {
+			env = abi.Failure(id, abi.Errorf(prev, "this exact call already failed with %s; it was not run again. Change the arguments or use another tool%s", prev, r.alternatives(id)))
+		} else {
+			env = r.h.Call(ctx, id, args)
+		}
+	}
+	r.event(Event{Kind: "tool", Tool: name, Status: string(env.Status), Duration: time.Since(start)})
+	if ok {
+		r.ec.record(id, args, env)
+	}
+	out := stepOf(name, callID, args, env)
+	text := string(env.Output)
+	if env.Error != nil {
+		text = observation.Error(name, env.Error)
+	}
+	r.ec.observe(text)
+	return out, text
+}
+
+// alternatives names tools sharing a tag with id.
+func (r *run) alternatives(id string) string {
+	t := r.byID[id]
+	if t == nil || len(t.Tags) == 0 {
+		return ""
+	}
+	tags := map[string]bool{}
+	for _, tg := range t.Tags {
+		tags[tg] = true
+	}
+	var alts []string
+	for _, oid := range sortedKeys(r.byID) {
+		if oid == id {
+			continue
+		}
+		for _, tg := range r.byID[oid].Tags {
+			if tags[tg] {
+				n, _ := r.table.Name(oid)
+				alts = append(alts, n)
+				break
+			}
+		}
+	}
+	if len(alts) == 0 {
+		return ""
+	}
+	return "; tools with overlapping tags: " + strings.Join(alts, ", ")
+}
+
+func stepOf(name, callID string, args json.RawMessage, env abi.Envelope) ToolAgentOutput {
+	out := ToolAgentOutput{ToolName: name, ToolCallID: callID, ToolCallArgs: args, Status: string(env.Status), Error: env.Error}
+	if env.Error == nil {
+		out.Result = env.Output
+	}
+	return out
+}
+
+// execContext is the run's memory of what happened.
+type execContext struct {
+	observations []string                       // the last 10
+	failed       map[string]abi.Code            // tool + argument hash -> code
+	patterns     map[string]map[abi.Code]string // per tool: failure code -> what then worked
+	lastFailure  map[string]abi.Code            // per tool: its latest failure
+}
+
+func argsHash(id string, args json.RawMessage) string {
+	var v any
+	canon := args
+	if json.Unmarshal(args, &v) == nil {
+		canon, _ = json.Marshal(v) // keys sorted
+	}
+	sum := sha256.Sum256(append([]byte(id+"\x00"), canon...))
+	return hex.EncodeToString(sum[:8])
+}
+
+func (ec *execContext) failedBefore(id string, args json.RawMessage) (abi.Code, bool) {
+	c, ok := ec.failed[argsHash(id, args)]
+	return c, ok
+}
+
+func (ec *execContext) record(id string, args json.RawMessage, env abi.Envelope) {
+	if ec.failed == nil {
+		ec.failed, ec.patterns, ec.lastFailure = map[string]abi.Code{}, map[string]map[abi.Code]string{}, map[string]abi.Code{}
+	}
+	if env.Error != nil {
+		if env.Error.Code != abi.CodeSkipped {
+			ec.failed[argsHash(id, args)] = env.Error.Code
+			ec.lastFailure[id] = env.Error.Code
+		}
+		return
+	}
+	if code, ok := ec.lastFailure[id]; ok {
+		if ec.patterns[id] == nil {
+			ec.patterns[id] = map[abi.Code]string{}
+		}
+		ec.patterns[id][code] = "succeeded with arguments " + snippet(string(args))
+		delete(ec.lastFailure, id)
+	}
+}
+
+func (ec *execContext) observe(text string) {
+	ec.observations = append(ec.observations, text)
+	if len(ec.observations) > 10 {
+		ec.observations = ec.observations[len(ec.observations)-10:]
+	}
+}
+
+// summary is the failure summary put into each prompt.
+func (ec *execContext) summary() string {
+	if len(ec.failed) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Failed calls so far: %d (identical calls will not be run again).", len(ec.failed))
+	for _, id := range sortedKeys(ec.lastFailure) {
+		fmt.Fprintf(&b, " %s last failed with %s.", id, ec.lastFailure[id])
+	}
+	for _, id := range sortedKeys(ec.patterns) {
+		for code, fix := range ec.patterns[id] {
+			fmt.Fprintf(&b, " %s: after %s it %s.", id, code, fix)
+		}
+	}
+	return b.String()
+}
+
+func wireNames(defs []llm.ToolDef) []string {
+	out := make([]string, len(defs))
+	for i, d := range defs {
+		out[i] = d.Name
+	}
+	return out
+}
+
+func snippet(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

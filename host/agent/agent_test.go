@@ -1,0 +1,181 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agenthost/agenthost/host/agent"
+	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/agenthost/agenthost/host/llm"
+)
+
+func replay(t testing.TB, lines ...string) *llm.Replay {
+	t.Helper()
+	r, err := llm.ParseReplay([]byte(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestNative pins the native loop: tool calls by wire name (two in one
+// turn), results back under their call IDs, failure memory (an identical
+// failed call is refused without running, and the model is told), bad
+// arguments and unknown tools as observations, and the final answer.
+func TestNative(t *testing.T) {
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	p := replay(t,
+		`{"tool_calls":[{"id":"a","name":"core__echo","arguments":{"x":1}},{"id":"b","name":"text__stats","arguments":{"txt":"bad"}}]}`,
+		`{"tool_calls":[{"id":"c","name":"text__stats","arguments":{"txt":"bad"}},{"id":"d","name":"nope__tool","arguments":{}},{"id":"e","name":"core__echo","arguments":"{not json"}]}`,
+		`{"content":"All done."}`,
+	)
+	res, err := agent.Run(context.Background(), h, "test", agent.Options{Provider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "done" || res.Answer != "All done." || res.Iterations != 3 || len(res.Steps) != 5 {
+		t.Fatalf("result %+v", res)
+	}
+	if res.Steps[0].Status != "success" || string(res.Steps[0].Result) != `{"x":1}` {
+		t.Fatalf("step 1 %+v", res.Steps[0])
+	}
+	if e := res.Steps[2].Error; e == nil || !strings.Contains(e.Message, "already failed") || !strings.Contains(e.Message, "not run again") {
+		t.Fatalf("the repeated failed call ran: %+v", res.Steps[2])
+	}
+	if e := res.Steps[3].Error; e == nil || e.Code != "UNKNOWN_TOOL" {
+		t.Fatalf("unknown tool %+v", res.Steps[3])
+	}
+	if e := res.Steps[4].Error; e == nil || e.Code != "INVALID_ARGUMENTS" || !strings.Contains(e.Message, "not valid JSON") {
+		t.Fatalf("bad JSON %+v", res.Steps[4])
+	}
+	// What the model was sent: tools by wire name, results by call ID, and
+	// the failure summary in the system prompt.
+	second := p.Requests[1]
+	var names []string
+	for _, d := range second.Tools {
+		names = append(names, d.Name)
+	}
+	if !strings.Contains(strings.Join(names, ","), "core__echo") {
+		t.Fatalf("tools sent %v", names)
+	}
+	var sawA bool
+	for _, m := range second.Messages {
+		sawA = sawA || (m.Role == llm.RoleTool && m.ToolCallID == "a" && m.Content == `{"x":1}`)
+	}
+	if !sawA || !strings.Contains(second.Messages[0].Content, "Failed calls so far: 1") {
+		t.Fatalf("second request %+v", second.Messages)
+	}
+}
+
+// TestIterationCap ends a model that never answers with status partial.
+func TestIterationCap(t *testing.T) {
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	turn := `{"tool_calls":[{"name":"core__echo","arguments":{}}]}`
+	res, err := agent.Run(context.Background(), h, "loop", agent.Options{Provider: replay(t, turn, turn, turn, turn), MaxIterations: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "partial" || res.Iterations != 3 {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// TestActionMode runs the ACTION protocol in text: the catalogue and
+// protocol go in the system prompt, observations come back as text.
+func TestActionMode(t *testing.T) {
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	p := replay(t,
+		`{"content":"Let me echo.\n<ACTION><core:echo><a>1</a></core:echo></ACTION>"}`,
+		`{"content":"It echoed a=1."}`,
+	)
+	res, err := agent.Run(context.Background(), h, "echo", agent.Options{Provider: p, Mode: agent.ModeAction})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "done" || res.Answer != "It echoed a=1." || len(res.Steps) != 1 || res.Steps[0].Status != "success" {
+		t.Fatalf("%+v", res)
+	}
+	if !strings.Contains(p.Requests[0].Messages[0].Content, "<ACTION>") || !strings.Contains(p.Requests[1].Messages[3].Content, "Observation: Tool core:echo executed successfully") {
+		t.Fatalf("prompts %+v", p.Requests[1].Messages)
+	}
+}
+
+// TestOpenAI drives the loop against a fake Chat Completions server on
+// loopback: the request carries the tools and the key; a 429 is retried;
+// the tool result goes back with its call ID; the key never shows.
+func TestOpenAI(t *testing.T) {
+	const key = "sk-test-0123456789abcdef"
+	t.Setenv("AGENTHOST_TEST_KEY", key)
+	var n atomic.Int32
+	var second []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+key || r.URL.Path != "/v1/chat/completions" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		switch n.Add(1) {
+		case 1:
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+		case 2:
+			if !strings.Contains(string(body), `"name":"core__echo"`) {
+				http.Error(w, "no tools", http.StatusBadRequest)
+				return
+			}
+			w.Write([]byte(`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"core__echo","arguments":"{\"k\":2}"}}]}}]}`))
+		default:
+			second = body
+			w.Write([]byte(`{"choices":[{"message":{"content":"echoed"}}]}`))
+		}
+	}))
+	defer srv.Close()
+	p, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: srv.URL + "/v1", APIKeyEnv: "AGENTHOST_TEST_KEY", RetryBase: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	res, err := agent.Run(context.Background(), h, "echo", agent.Options{Provider: p, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "done" || res.Answer != "echoed" {
+		t.Fatalf("%+v", res)
+	}
+	var req struct {
+		Messages []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			Content    string `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(second, &req); err != nil {
+		t.Fatal(err)
+	}
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role != "tool" || last.ToolCallID != "call_9" || last.Content != `{"k":2}` {
+		t.Fatalf("tool result sent %+v", last)
+	}
+	// An endpoint that is not an LLM API, and a rejected key: clear
+	// errors that never hold the key.
+	for _, tc := range []struct{ path, want string }{{"/notllm", "does not look like a Chat Completions API"}, {"/v1", "answered 401"}} {
+		bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/v1") {
+				http.Error(w, "invalid key "+r.Header.Get("Authorization"), http.StatusUnauthorized)
+				return
+			}
+			w.Write([]byte(`<html>hello</html>`))
+		}))
+		bp, _ := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: bad.URL + tc.path, APIKeyEnv: "AGENTHOST_TEST_KEY", MaxRetries: -1})
+		res, _ := agent.Run(context.Background(), h, "x", agent.Options{Provider: bp, Model: "m"})
+		bad.Close()
+		if res.Status != "failed" || !strings.Contains(res.Error, tc.want) || strings.Contains(res.Error, key) {
+			t.Errorf("%s: %+v", tc.path, res)
+		}
+	}
+}
