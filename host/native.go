@@ -37,7 +37,21 @@ type funcSpec struct {
 	examples             []manifest.Example
 	sc                   *manifest.SecurityContext
 	service, method      string
+	ui                   map[string]string
+	idempotent, async    bool
 }
+
+// WithUI sets display hints for the tool's result ({"kind": "table",
+// "rows": "/items"}), handed on as ui_hints by the agent loop.
+func WithUI(hints map[string]string) FuncOption { return func(s *funcSpec) { s.ui = hints } }
+
+// WithIdempotent marks the tool safe to retry with the same arguments
+// (MCP's idempotentHint).
+func WithIdempotent() FuncOption { return func(s *funcSpec) { s.idempotent = true } }
+
+// WithAsync asks that calls return a job handle. This host has no async
+// jobs API yet: Register then fails with the load error saying so.
+func WithAsync() FuncOption { return func(s *funcSpec) { s.async = true } }
 
 // WithDisplayName sets the human name (default: the ID).
 func WithDisplayName(name string) FuncOption { return func(s *funcSpec) { s.displayName = name } }
@@ -116,6 +130,15 @@ func Func[In, Out any](id, description string, fn func(context.Context, In) (Out
 	}
 	if spec.sc != nil {
 		doc["securityContext"] = spec.sc
+	}
+	if spec.ui != nil {
+		doc["ui"] = spec.ui
+	}
+	if spec.idempotent {
+		doc["idempotent"] = true
+	}
+	if spec.async {
+		doc["async"] = true
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {

@@ -224,3 +224,30 @@ func TestServiceMethodBinds(t *testing.T) {
 		t.Fatalf("unregistered service: %v", env.Error)
 	}
 }
+
+// TestFunc_uiIdempotentAsync pins the three manifest fields a Go tool can
+// set: ui (display hints, kept by the agent loop as ui_hints), idempotent
+// (MCP's idempotentHint), and async, which this host refuses at load until
+// it has a jobs API.
+func TestFunc_uiIdempotentAsync(t *testing.T) {
+	type none struct{}
+	rows := host.Func("app:rows", "Rows.", func(context.Context, none) (map[string]any, error) {
+		return map[string]any{"items": []any{map[string]any{"a": 1}}}, nil
+	}, host.WithUI(map[string]string{"kind": "table", "rows": "/items", "columns": "/cols"}), host.WithIdempotent())
+	h := hosttest.NewHost(t, nil)
+	if err := h.Register(rows); err != nil {
+		t.Fatal(err)
+	}
+	tl, _ := h.Tool("app:rows")
+	if !tl.Idempotent || tl.UI["kind"] != "table" {
+		t.Fatalf("manifest %+v", tl)
+	}
+	async := host.Func("app:later", "Later.", func(context.Context, none) (none, error) { return none{}, nil }, host.WithAsync())
+	if err := h.Register(async); err == nil || !strings.Contains(err.Error(), "no async jobs API") {
+		t.Fatalf("an async tool registered: %v", err)
+	}
+	bad := host.Func("app:badui", "Bad UI.", func(context.Context, none) (none, error) { return none{}, nil }, host.WithUI(map[string]string{"kind": "hologram"}))
+	if err := h.Register(bad); err == nil {
+		t.Fatal("an unknown ui kind registered")
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,6 +79,9 @@ type ToolAgentOutput struct {
 	Status       string          `json:"status"`
 	Result       json.RawMessage `json:"result,omitempty"`
 	Error        *abi.Error      `json:"error,omitempty"`
+	// UIHints are the manifest's display hints for a successful result,
+	// keeping only the JSON pointers that resolve in it.
+	UIHints map[string]string `json:"ui_hints,omitempty"`
 }
 
 // Result is the outcome of a run.
@@ -245,6 +249,7 @@ func (r *run) actionTurn(ctx context.Context, resp llm.Response) bool {
 	for i, env := range turn.Results {
 		args, _ := json.Marshal(turn.Calls[i].Args)
 		out := stepOf(env.ToolID, fmt.Sprintf("action_%d_%d", r.res.Iterations, i+1), args, env)
+		out.UIHints = uiHints(r.byID[env.ToolID], env)
 		r.res.Steps = append(r.res.Steps, out)
 		r.ec.record(env.ToolID, args, env)
 	}
@@ -284,6 +289,7 @@ func (r *run) callTool(ctx context.Context, callID, name, rawArgs string) (ToolA
 		r.ec.record(id, args, env)
 	}
 	out := stepOf(name, callID, args, env)
+	out.UIHints = uiHints(r.byID[id], env)
 	text := string(env.Output)
 	if env.Error != nil {
 		text = observation.Error(name, env.Error)
@@ -419,4 +425,47 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// uiHints is the post-processor of a tool's ui field: for a successful
+// call, the kind and every hint that is not a JSON pointer or is one that
+// resolves in the result.
+func uiHints(t *manifest.Tool, env abi.Envelope) map[string]string {
+	if t == nil || len(t.UI) == 0 || env.Error != nil {
+		return nil
+	}
+	var result any
+	if json.Unmarshal(env.Output, &result) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for k, v := range t.UI {
+		if k == "kind" || !strings.HasPrefix(v, "/") || resolves(result, v) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// resolves reports whether the JSON pointer p names a value in v.
+func resolves(v any, p string) bool {
+	for _, tok := range strings.Split(p, "/")[1:] {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[tok]; !ok {
+				return false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return false
+			}
+			v = x[i]
+		default:
+			return false
+		}
+	}
+	return true
 }

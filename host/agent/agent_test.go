@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/agent"
 	"github.com/agenthost/agenthost/host/hosttest"
 	"github.com/agenthost/agenthost/host/llm"
@@ -177,5 +178,26 @@ func TestOpenAI(t *testing.T) {
 		if res.Status != "failed" || !strings.Contains(res.Error, tc.want) || strings.Contains(res.Error, key) {
 			t.Errorf("%s: %+v", tc.path, res)
 		}
+	}
+}
+
+// TestUIHints pins ui_hints: a tool's ui field, kept for a successful
+// result with only the pointers that resolve in it.
+func TestUIHints(t *testing.T) {
+	h := hosttest.NewHost(t, nil)
+	type none struct{}
+	rows := host.Func("app:rows", "Rows.", func(context.Context, none) (map[string]any, error) {
+		return map[string]any{"items": []any{1, 2}}, nil
+	}, host.WithUI(map[string]string{"kind": "table", "rows": "/items", "columns": "/cols"}))
+	if err := h.Register(rows); err != nil {
+		t.Fatal(err)
+	}
+	res, err := agent.Run(context.Background(), h, "x", agent.Options{Provider: replay(t, `{"tool_calls":[{"name":"app__rows","arguments":{}}]}`, `{"content":"ok"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hints := res.Steps[0].UIHints
+	if hints["kind"] != "table" || hints["rows"] != "/items" || hints["columns"] != "" {
+		t.Fatalf("ui_hints %v", hints)
 	}
 }

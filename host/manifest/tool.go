@@ -34,6 +34,15 @@ type Tool struct {
 	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
 	Examples        []Example        `json:"examples,omitempty"`
 	Tags            []string         `json:"tags,omitempty"`
+	// UI holds display hints for the tool's result ({"kind": "table",
+	// "rows": "/items"}): the agent loop hands them on as ui_hints.
+	UI map[string]string `json:"ui,omitempty"`
+	// Async asks that calls return a job handle. This host has no jobs API
+	// yet, so a tool asking for it does not load (see Validate).
+	Async bool `json:"async,omitempty"`
+	// Idempotent says a call is safe to retry with the same arguments
+	// (MCP's idempotentHint).
+	Idempotent bool `json:"idempotent,omitempty"`
 
 	// Path is the absolute path of the manifest file; Dir is its folder
 	// (the tool's $TOOL folder). Neither is part of the JSON.

@@ -8,7 +8,7 @@
 // when absent), the output schema for object outputs, annotations derived
 // from the effective grant (readOnlyHint: no write and no network;
 // destructiveHint: a write grant; openWorldHint: a network grant; each sent
-// explicitly), and _meta with the tool ID, version and digest. tools/call
+// explicitly; idempotentHint from the manifest's idempotent), and _meta with the tool ID, version and digest. tools/call
 // runs the call through the host: success is the compact JSON of the
 // output as text plus structuredContent for object outputs; failure is
 // isError with the observation text and the error object under _meta. A
@@ -175,7 +175,8 @@ func (s *Server) toolOf(name string, t *manifest.Tool) (*sdk.Tool, error) {
 	}
 	network := len(g.Hosts) > 0
 	readOnly, destructive, openWorld := !write && !network, write, network
-	st.Annotations = &sdk.ToolAnnotations{Title: t.DisplayName, ReadOnlyHint: readOnly, DestructiveHint: &destructive, OpenWorldHint: &openWorld}
+	st.Annotations = &sdk.ToolAnnotations{Title: t.DisplayName, ReadOnlyHint: readOnly, DestructiveHint: &destructive,
+		OpenWorldHint: &openWorld, IdempotentHint: t.Idempotent}
 	return st, nil
 }
 

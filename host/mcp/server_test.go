@@ -155,3 +155,16 @@ func TestStreamableHTTP(t *testing.T) {
 		t.Fatalf("%+v", res.Content)
 	}
 }
+
+// TestIdempotentHint pins idempotentHint from the manifest's idempotent.
+func TestIdempotentHint(t *testing.T) {
+	h := hosttest.NewHost(t, nil)
+	type none struct{}
+	if err := h.Register(host.Func("app:same", "Same.", func(context.Context, none) (none, error) { return none{}, nil }, host.WithIdempotent())); err != nil {
+		t.Fatal(err)
+	}
+	res, err := connect(t, h, nil).ListTools(context.Background(), nil)
+	if err != nil || len(res.Tools) != 1 || !res.Tools[0].Annotations.IdempotentHint {
+		t.Fatalf("%v %+v", err, res)
+	}
+}
