@@ -14,20 +14,22 @@ import (
 type agentFlags struct {
 	provider, baseURL, model, apiKeyEnv, replay, mode, system string
 	maxIterations                                             int
+	stream                                                    bool
 }
 
 func runCommand() command {
 	return command{
-		name: "run", usage: "run [--provider openai|replay] [--model M] [--mode native|action] [--json] [TASK|-]",
+		name: "run", usage: "run [--provider openai|anthropic|replay] [--model M] [--mode native|action|router] [--json] [TASK|-]",
 		summary: "run the agent loop on a task: progress on stderr, the answer on stdout",
 		flags: func(fs *flag.FlagSet, e *env) {
 			a := &e.agent
-			fs.StringVar(&a.provider, "provider", "openai", "`PROVIDER`: openai (any Chat Completions API) or replay (a JSONL transcript)")
-			fs.StringVar(&a.baseURL, "base-url", "https://api.openai.com/v1", "the provider's API root")
+			fs.StringVar(&a.provider, "provider", "openai", "`PROVIDER`: openai (any Chat Completions API), anthropic (the Messages API) or replay (a JSONL transcript)")
+			fs.StringVar(&a.baseURL, "base-url", "", "the provider's API root (default https://api.openai.com/v1 or https://api.anthropic.com)")
 			fs.StringVar(&a.model, "model", "", "the model name")
-			fs.StringVar(&a.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "the environment `VARIABLE` holding the API key")
+			fs.StringVar(&a.apiKeyEnv, "api-key-env", "", "the environment `VARIABLE` holding the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY; - for a server that needs none)")
+			fs.BoolVar(&a.stream, "stream", false, "openai: ask for a streamed answer (server-sent events)")
 			fs.StringVar(&a.replay, "replay", "", "replay: the transcript `FILE` (JSONL, one model turn per line)")
-			fs.StringVar(&a.mode, "mode", "native", "`MODE`: native (provider tool calling) or action (the ACTION protocol in text)")
+			fs.StringVar(&a.mode, "mode", "native", "`MODE`: native (provider tool calling), action (the ACTION protocol in text) or router (one tools tool with describe and call)")
 			fs.StringVar(&a.system, "system", "", "a system prompt")
 			fs.IntVar(&a.maxIterations, "max-iterations", agent.DefaultMaxIterations, "the cap on model turns (then status partial)")
 			fs.BoolVar(&e.asJSON, "json", false, `print {"status","answer","iterations","steps"} on stdout`)
@@ -60,17 +62,38 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 			return usageError{err.Error()}
 		}
 		p = r
-	case "openai":
+	case "openai", "anthropic":
 		if a.model == "" {
-			return usageError{"--provider openai needs --model"}
+			return usageError{"--provider " + a.provider + " needs --model"}
 		}
-		o, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: a.baseURL, APIKeyEnv: a.apiKeyEnv})
+		keyEnv := a.apiKeyEnv
+		switch {
+		case keyEnv == "-":
+			keyEnv = ""
+		case keyEnv == "" && a.provider == "openai":
+			keyEnv = "OPENAI_API_KEY"
+		}
+		var err error
+		if a.provider == "openai" {
+			base := a.baseURL
+			if base == "" {
+				base = "https://api.openai.com/v1"
+			}
+			p, err = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: base, APIKeyEnv: keyEnv, Stream: a.stream})
+		} else {
+			if a.stream {
+				return usageError{"--stream is for --provider openai"}
+			}
+			if a.apiKeyEnv == "-" {
+				return usageError{"--provider anthropic needs an API key"}
+			}
+			p, err = llm.NewAnthropic(llm.AnthropicConfig{BaseURL: a.baseURL, APIKeyEnv: keyEnv})
+		}
 		if err != nil {
 			return usageError{err.Error()}
 		}
-		p = o
 	default:
-		return usageError{"--provider must be openai or replay"}
+		return usageError{"--provider must be openai, anthropic or replay"}
 	}
 	h, err := e.newHost(ctx)
 	if err != nil {

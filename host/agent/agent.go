@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agenthost/agenthost/abi"
@@ -37,7 +38,11 @@ import (
 const (
 	ModeNative = "native"
 	ModeAction = "action"
+	ModeRouter = "router"
 )
+
+// RouterTool is the one tool the model sees in router mode.
+const RouterTool = "tools"
 
 // DefaultMaxIterations caps a run when Options.MaxIterations is 0.
 const DefaultMaxIterations = 20
@@ -105,8 +110,8 @@ func Run(ctx context.Context, h *host.Host, task string, o Options) (Result, err
 	if o.Mode == "" {
 		o.Mode = ModeNative
 	}
-	if o.Mode != ModeNative && o.Mode != ModeAction {
-		return Result{}, fmt.Errorf("agent: mode %q: want native or action", o.Mode)
+	if o.Mode != ModeNative && o.Mode != ModeAction && o.Mode != ModeRouter {
+		return Result{}, fmt.Errorf("agent: mode %q: want native, action or router", o.Mode)
 	}
 	if o.MaxIterations <= 0 {
 		o.MaxIterations = DefaultMaxIterations
@@ -152,6 +157,8 @@ type run struct {
 	table *wire.Table
 	byID  map[string]*manifest.Tool
 	ec    execContext
+	// mu guards ec and res.Events while a turn's calls run in parallel.
+	mu sync.Mutex
 }
 
 // tools builds the tool set the model sees.
@@ -174,6 +181,10 @@ func (r *run) tools() error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	r.table = tab
+	if r.o.Mode == ModeRouter {
+		r.defs = []llm.ToolDef{routerDef(ids)}
+		return nil
+	}
 	for _, id := range ids {
 		t := r.byID[id]
 		n, _ := tab.Name(id)
@@ -188,7 +199,9 @@ func (r *run) tools() error {
 
 func (r *run) event(e Event) {
 	if r.o.OnEvent != nil {
+		r.mu.Lock()
 		r.o.OnEvent(e)
+		r.mu.Unlock()
 	}
 }
 
@@ -225,13 +238,35 @@ func (r *run) nativeTurn(ctx context.Context, resp llm.Response) bool {
 		return true
 	}
 	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
-	for _, tc := range resp.ToolCalls {
-		out, text := r.callTool(ctx, tc.ID, tc.Name, tc.Arguments)
-		r.res.Steps = append(r.res.Steps, out)
-		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: text})
+	// The calls of one turn run in parallel (a model sends several only
+	// when they are independent); results go back in the turn's order.
+	outs := make([]ToolAgentOutput, len(resp.ToolCalls))
+	texts := make([]string, len(resp.ToolCalls))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallelCalls)
+	for i, tc := range resp.ToolCalls {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if r.o.Mode == ModeRouter {
+				outs[i], texts[i] = r.route(ctx, tc)
+			} else {
+				outs[i], texts[i] = r.callTool(ctx, tc.ID, tc.Name, tc.Arguments)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, tc := range resp.ToolCalls {
+		r.res.Steps = append(r.res.Steps, outs[i])
+		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: texts[i]})
 	}
 	return false
 }
+
+// maxParallelCalls bounds the calls of one turn that run at once.
+const maxParallelCalls = 4
 
 // actionTurn handles a text turn in the ACTION protocol; done when it
 // holds no ACTION block (its text is the answer).
@@ -278,13 +313,18 @@ func (r *run) callTool(ctx context.Context, callID, name, rawArgs string) (ToolA
 	case !json.Valid(args):
 		env = abi.Failure(id, abi.Errorf(abi.CodeInvalidArguments, "the arguments are not valid JSON: %s", snippet(rawArgs)))
 	default:
-		if prev, failed := r.ec.failedBefore(id, args); failed {
+		r.mu.Lock()
+		prev, failed := r.ec.failedBefore(id, args)
+		r.mu.Unlock()
+		if failed {
 			env = abi.Failure(id, abi.Errorf(prev, "this exact call already failed with %s; it was not run again. Change the arguments or use another tool%s", prev, r.alternatives(id)))
 		} else {
 			env = r.h.Call(ctx, id, args)
 		}
 	}
 	r.event(Event{Kind: "tool", Tool: name, Status: string(env.Status), Duration: time.Since(start)})
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if ok {
 		r.ec.record(id, args, env)
 	}

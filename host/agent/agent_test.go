@@ -3,12 +3,14 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/agent"
@@ -199,5 +201,156 @@ func TestUIHints(t *testing.T) {
 	hints := res.Steps[0].UIHints
 	if hints["kind"] != "table" || hints["rows"] != "/items" || hints["columns"] != "" {
 		t.Fatalf("ui_hints %v", hints)
+	}
+}
+
+// TestRouterMode pins the router: one "tools" tool, describe for
+// progressive disclosure, calls by module and method, and bad input
+// answered with the method's input_schema.
+func TestRouterMode(t *testing.T) {
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	p := replay(t,
+		`{"tool_calls":[{"id":"d","name":"tools","arguments":{"module":"tools","method":"describe","input":{"module":"text"}}}]}`,
+		`{"tool_calls":[{"id":"s","name":"tools","arguments":{"module":"text","method":"stats","input":{"txt":"oops"}}}]}`,
+		`{"tool_calls":[{"id":"t","name":"tools","arguments":{"module":"text","method":"stats","input":{"text":"a b c"}}}]}`,
+		`{"content":"three words"}`,
+	)
+	res, err := agent.Run(context.Background(), h, "count", agent.Options{Provider: p, Mode: agent.ModeRouter, Tools: []string{"text:stats", "text:diff", "core:echo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "done" || len(res.Steps) != 3 {
+		t.Fatalf("%+v", res)
+	}
+	first := p.Requests[0]
+	if len(first.Tools) != 1 || first.Tools[0].Name != "tools" || strings.Contains(string(first.Tools[0].Parameters), "minLength") {
+		t.Fatalf("router tool %+v", first.Tools)
+	}
+	if !strings.Contains(string(res.Steps[0].Result), `"method":"stats"`) || strings.Contains(string(res.Steps[0].Result), "echo") {
+		t.Fatalf("describe %s", res.Steps[0].Result)
+	}
+	var bad string
+	for _, m := range p.Requests[2].Messages {
+		if m.ToolCallID == "s" {
+			bad = m.Content
+		}
+	}
+	if !strings.Contains(bad, "input_schema of text.stats") || res.Steps[2].Status != "success" {
+		t.Fatalf("bad input answer %q, last step %+v", bad, res.Steps[2])
+	}
+}
+
+// TestAnthropic drives the loop against a fake Messages API on loopback:
+// the key in x-api-key, the system prompt apart, tools with input_schema,
+// tool_use answered by a tool_result with its id.
+func TestAnthropic(t *testing.T) {
+	const key = "sk-ant-test-secret"
+	t.Setenv("AGENTHOST_TEST_ANTHROPIC", key)
+	var second []byte
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path != "/v1/messages" || r.Header.Get("x-api-key") != key || r.Header.Get("anthropic-version") == "" {
+			http.Error(w, "bad", http.StatusBadRequest)
+			return
+		}
+		if n.Add(1) == 1 {
+			if !strings.Contains(string(body), `"input_schema"`) || !strings.Contains(string(body), `"name":"core__echo"`) {
+				http.Error(w, "no tools", http.StatusBadRequest)
+				return
+			}
+			w.Write([]byte(`{"content":[{"type":"text","text":"calling"},{"type":"tool_use","id":"tu_1","name":"core__echo","input":{"z":3}}],"stop_reason":"tool_use"}`))
+			return
+		}
+		second = body
+		w.Write([]byte(`{"content":[{"type":"text","text":"z is 3"}],"stop_reason":"end_turn"}`))
+	}))
+	defer srv.Close()
+	p, err := llm.NewAnthropic(llm.AnthropicConfig{BaseURL: srv.URL, APIKeyEnv: "AGENTHOST_TEST_ANTHROPIC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	res, err := agent.Run(context.Background(), h, "echo z", agent.Options{Provider: p, Model: "claude", SystemPrompt: "Be brief."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "done" || res.Answer != "z is 3" || string(res.Steps[0].Result) != `{"z":3}` {
+		t.Fatalf("%+v", res)
+	}
+	if !strings.Contains(string(second), `"tool_use_id":"tu_1"`) || !strings.Contains(string(second), `"system":"Be brief."`) || strings.Contains(string(second), key) {
+		t.Fatalf("second request %s", second)
+	}
+}
+
+// TestOpenAIStream reads a streamed answer: content deltas joined, tool
+// call deltas merged by index.
+func TestOpenAIStream(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !strings.Contains(string(body), `"stream":true`) {
+			http.Error(w, "not streaming", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		if n.Add(1) == 1 {
+			io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"core__echo\",\"arguments\":\"{\\\"q\\\"\"}}]}}]}\n\n")
+			io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\":5}\"}}]}}]}\n\ndata: [DONE]\n\n")
+			return
+		}
+		io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"q \"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"is 5\"}}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	p, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: srv.URL, Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	res, err := agent.Run(context.Background(), h, "q", agent.Options{Provider: p, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "done" || res.Answer != "q is 5" || string(res.Steps[0].Result) != `{"q":5}` {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// TestParallelCalls pins that the calls of one turn run at once: each
+// call waits until its sibling has started, so a sequential loop fails
+// them both (after the tool's own bound), and results keep turn order.
+func TestParallelCalls(t *testing.T) {
+	h := hosttest.NewHost(t, nil)
+	type in struct {
+		N int `json:"n"`
+	}
+	started := make(chan struct{}, 2)
+	meet := host.Func("app:meet", "Waits for its sibling.", func(ctx context.Context, a in) (int, error) {
+		started <- struct{}{}
+		deadline := time.After(10 * time.Second)
+		for len(started) < 2 {
+			select {
+			case <-deadline:
+				return 0, errors.New("ran alone")
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+		return a.N, nil
+	})
+	if err := h.Register(meet); err != nil {
+		t.Fatal(err)
+	}
+	p := replay(t,
+		`{"tool_calls":[{"id":"a","name":"app__meet","arguments":{"n":1}},{"id":"b","name":"app__meet","arguments":{"n":2}}]}`,
+		`{"content":"ok"}`)
+	res, err := agent.Run(context.Background(), h, "x", agent.Options{Provider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Steps) != 2 || res.Steps[0].Status != "success" || res.Steps[1].Status != "success" ||
+		string(res.Steps[0].Result) != "1" || string(res.Steps[1].Result) != "2" || res.Steps[0].ToolCallID != "a" {
+		t.Fatalf("steps %+v", res.Steps)
 	}
 }

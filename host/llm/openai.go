@@ -1,12 +1,10 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -29,6 +27,8 @@ type OpenAIConfig struct {
 	RetryBase  time.Duration
 	// Client is the HTTP client; nil means a default one.
 	Client *http.Client
+	// Stream asks for a streamed answer (server-sent events), read whole.
+	Stream bool
 }
 
 // OpenAI is an OpenAI-compatible Chat Completions provider.
@@ -43,18 +43,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.BaseURL == "" {
 		return nil, errors.New("openai: no base URL")
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 60 * time.Second
-	}
-	switch {
-	case cfg.MaxRetries == 0:
-		cfg.MaxRetries = 3
-	case cfg.MaxRetries < 0:
-		cfg.MaxRetries = 0
-	}
-	if cfg.RetryBase <= 0 {
-		cfg.RetryBase = 500 * time.Millisecond
-	}
+	retryDefaults(&cfg.Timeout, &cfg.MaxRetries, &cfg.RetryBase)
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
@@ -110,56 +99,36 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		}
 		body["tools"] = tools
 	}
+	if p.cfg.Stream {
+		body["stream"] = true
+	}
 	b, err := json.Marshal(body)
 	if err != nil {
 		return Response{}, fmt.Errorf("openai: %w", err)
 	}
 	url := strings.TrimSuffix(p.cfg.BaseURL, "/") + "/chat/completions"
-	var last error
-	for attempt := 0; attempt <= p.cfg.MaxRetries; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-time.After(p.cfg.RetryBase << (attempt - 1)):
-			case <-ctx.Done():
-				return Response{}, fmt.Errorf("openai: %w", ctx.Err())
-			}
-		}
-		resp, retry, err := p.post(ctx, url, b)
-		if err == nil {
-			return resp, nil
-		}
-		last = err
-		if !retry {
-			break
-		}
+	headers := map[string]string{}
+	if p.key != "" {
+		headers["Authorization"] = "Bearer " + p.key
 	}
-	return Response{}, last
+	return withRetries(ctx, p.cfg.MaxRetries, p.cfg.RetryBase, func() (Response, bool, error) {
+		raw, retry, err := postJSON(ctx, p.cfg.Client, p.cfg.Timeout, url, headers, b, p.key, "openai")
+		if err != nil {
+			return Response{}, retry, err
+		}
+		if p.cfg.Stream {
+			resp, err := parseStream(raw)
+			if err != nil {
+				return Response{}, false, fmt.Errorf("openai: %s: %w (%s)", url, err, snippet(raw, p.key))
+			}
+			return resp, false, nil
+		}
+		return parseCompletion(raw, url, p.key)
+	})
 }
 
-// post sends one request; retry says whether the failure may pass.
-func (p *OpenAI) post(ctx context.Context, url string, body []byte) (Response, bool, error) {
-	rctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return Response{}, false, fmt.Errorf("openai: %w", err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	if p.key != "" {
-		hreq.Header.Set("Authorization", "Bearer "+p.key)
-	}
-	hresp, err := p.cfg.Client.Do(hreq)
-	if err != nil {
-		return Response{}, ctx.Err() == nil, fmt.Errorf("openai: %s: %s", url, redactErr(err, p.key))
-	}
-	defer hresp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(hresp.Body, 16<<20))
-	if hresp.StatusCode == http.StatusTooManyRequests || hresp.StatusCode >= 500 {
-		return Response{}, true, fmt.Errorf("openai: %s answered %s", url, hresp.Status)
-	}
-	if hresp.StatusCode != http.StatusOK {
-		return Response{}, false, fmt.Errorf("openai: %s answered %s: %s", url, hresp.Status, snippet(raw, p.key))
-	}
+// parseCompletion reads a non-streaming answer.
+func parseCompletion(raw []byte, url, key string) (Response, bool, error) {
 	var out struct {
 		Choices []struct {
 			Message struct {
@@ -169,7 +138,7 @@ func (p *OpenAI) post(ctx context.Context, url string, body []byte) (Response, b
 		} `json:"choices"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil || len(out.Choices) == 0 {
-		return Response{}, false, fmt.Errorf("openai: %s does not look like a Chat Completions API (no choices in its answer: %s)", url, snippet(raw, p.key))
+		return Response{}, false, fmt.Errorf("openai: %s does not look like a Chat Completions API (no choices in its answer: %s)", url, snippet(raw, key))
 	}
 	m := out.Choices[0].Message
 	resp := Response{}
@@ -182,23 +151,64 @@ func (p *OpenAI) post(ctx context.Context, url string, body []byte) (Response, b
 	return resp, false, nil
 }
 
-// snippet is the start of an answer body for an error, the key removed.
-func snippet(b []byte, key string) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		s = s[:200] + "…"
+// parseStream reads a streamed answer (server-sent events of chunks):
+// content deltas are joined, tool-call deltas merged by index.
+func parseStream(raw []byte) (Response, error) {
+	var resp Response
+	type partial struct{ id, name, args strings.Builder }
+	var calls []*partial
+	chunks := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		data, ok := strings.CutPrefix(strings.TrimSpace(line), "data:")
+		if !ok {
+			continue
+		}
+		data = strings.TrimSpace(data)
+		if data == "[DONE]" {
+			break
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content   *string `json:"content"`
+					ToolCalls []struct {
+						Index    int    `json:"index"`
+						ID       string `json:"id"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			return Response{}, fmt.Errorf("a stream chunk is not JSON: %w", err)
+		}
+		chunks++
+		for _, ch := range c.Choices {
+			if ch.Delta.Content != nil {
+				resp.Content += *ch.Delta.Content
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				if tc.Index < 0 || tc.Index > 128 {
+					return Response{}, fmt.Errorf("a tool call index %d is out of range", tc.Index)
+				}
+				for len(calls) <= tc.Index {
+					calls = append(calls, &partial{})
+				}
+				pc := calls[tc.Index]
+				pc.id.WriteString(tc.ID)
+				pc.name.WriteString(tc.Function.Name)
+				pc.args.WriteString(tc.Function.Arguments)
+			}
+		}
 	}
-	if key != "" {
-		s = strings.ReplaceAll(s, key, "[REDACTED]")
+	if chunks == 0 {
+		return Response{}, errors.New("the answer holds no stream chunks: not a Chat Completions stream")
 	}
-	return s
+	for _, pc := range calls {
+		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: pc.id.String(), Name: pc.name.String(), Arguments: pc.args.String()})
+	}
+	return resp, nil
 }
-
-func redactErr(err error, key string) string {
-	if key == "" {
-		return err.Error()
-	}
-	return strings.ReplaceAll(err.Error(), key, "[REDACTED]")
-}
-
-var _ Provider = (*OpenAI)(nil)
