@@ -36,13 +36,14 @@ func TestNative(t *testing.T) {
 	p := replay(t,
 		`{"tool_calls":[{"id":"a","name":"core__echo","arguments":{"x":1}},{"id":"b","name":"text__stats","arguments":{"txt":"bad"}}]}`,
 		`{"tool_calls":[{"id":"c","name":"text__stats","arguments":{"txt":"bad"}},{"id":"d","name":"nope__tool","arguments":{}},{"id":"e","name":"core__echo","arguments":"{not json"}]}`,
+		`{"tool_calls":[{"id":"f","name":"core:echo","arguments":{}}]}`,
 		`{"content":"All done."}`,
 	)
 	res, err := agent.Run(context.Background(), h, "test", agent.Options{Provider: p})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != "done" || res.Answer != "All done." || res.Iterations != 3 || len(res.Steps) != 5 {
+	if res.Status != "done" || res.Answer != "All done." || res.Iterations != 4 || len(res.Steps) != 6 {
 		t.Fatalf("result %+v", res)
 	}
 	if res.Steps[0].Status != "success" || string(res.Steps[0].Result) != `{"x":1}` {
@@ -56,6 +57,11 @@ func TestNative(t *testing.T) {
 	}
 	if e := res.Steps[4].Error; e == nil || e.Code != "INVALID_ARGUMENTS" || !strings.Contains(e.Message, "not valid JSON") {
 		t.Fatalf("bad JSON %+v", res.Steps[4])
+	}
+	// A name in the other mapping (the tool ID instead of the wire
+	// name) resolves: the call runs.
+	if s := res.Steps[5]; s.Status != "success" || s.ToolName != "core:echo" {
+		t.Fatalf("a tool ID as the name %+v", s)
 	}
 	// What the model was sent: tools by wire name, results by call ID, and
 	// the failure summary in the system prompt.
