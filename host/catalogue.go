@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -161,13 +162,20 @@ func (h *Host) rebuild(dirs []string) (Change, error) {
 			errs = append(errs, f.Error())
 		}
 	}
-	ch.Failed = failures
 	for _, t := range old {
 		if t.Path == "" {
 			_ = next.Add(t) // a registered Go tool
-			continue
 		}
-		if !seen[t.Path] {
+	}
+	// Workflows are checked once every tool they may call is known.
+	for _, f := range h.checkWorkflows(next) {
+		failures = append(failures, f)
+		seen[f.Path] = false
+		ch.Added = slices.DeleteFunc(ch.Added, func(a string) bool { return strings.HasPrefix(a, f.ToolID+"@") })
+	}
+	ch.Failed = failures
+	for _, t := range old {
+		if t.Path != "" && !seen[t.Path] {
 			ch.Removed = append(ch.Removed, t.ToolID+"@"+t.Version)
 		}
 	}

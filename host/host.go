@@ -146,7 +146,8 @@ func (h *Host) startRunners(ctx context.Context) error {
 	}
 	h.closers = append(h.closers, sr.Close)
 	h.native = native.New()
-	h.runners = map[string]runner.Runner{keyWasiCommand: wr, keyExtism: er, keyScript: sr, manifest.HandlerServiceMethod: h.native}
+	h.runners = map[string]runner.Runner{keyWasiCommand: wr, keyExtism: er, keyScript: sr, manifest.HandlerServiceMethod: h.native,
+		manifest.HandlerWorkflow: workflowRunner{h}}
 	return nil
 }
 

@@ -181,7 +181,14 @@ func (h *Host) Register(t Tool) error {
 		return fmt.Errorf("register %s: %w", t.manifest.ToolID, err)
 	}
 	h.log.Debug("registered native tool", "tool", t.manifest.ToolID)
-	h.notify(Change{Added: []string{t.manifest.ToolID + "@" + t.manifest.Version}})
+	ch := Change{Added: []string{t.manifest.ToolID + "@" + t.manifest.Version}}
+	if h.hasWorkflows() {
+		// A workflow that waited for this tool may load now.
+		wch, _ := h.rebuild(h.cat.dirs)
+		ch.Added = append(ch.Added, wch.Added...)
+		ch.Failed = wch.Failed
+	}
+	h.notify(ch)
 	return nil
 }
 
@@ -193,9 +200,16 @@ func (h *Host) Unregister(id string) error {
 	if !h.reg.Remove(id) {
 		return abi.Errorf(abi.CodeUnknownTool, "unregister: no tool %q", id)
 	}
+	ch := Change{Removed: []string{id}}
+	if h.hasWorkflows() {
+		// A workflow calling this tool no longer loads.
+		wch, _ := h.rebuild(h.cat.dirs)
+		ch.Removed = append(ch.Removed, wch.Removed...)
+		ch.Failed = wch.Failed
+	}
 	h.retireGone()
 	h.log.Debug("unregistered tool", "tool", id)
-	h.notify(Change{Removed: []string{id}})
+	h.notify(ch)
 	return nil
 }
 

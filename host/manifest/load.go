@@ -45,6 +45,20 @@ func Load(path string) (*Tool, error) {
 	return t, nil
 }
 
+// LoadGenerated is Load for a manifest the host generated from another
+// file (a workflow file): doc is parsed as if read from path, then its
+// handler's file is checked and hashed like a loaded manifest's.
+func LoadGenerated(doc []byte, path string) (*Tool, error) {
+	t, err := Parse(doc, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.loadFile(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
 // loadFile resolves, checks and hashes the handler's file.
 func (t *Tool) loadFile() error {
 	var rel, field string

@@ -15,6 +15,7 @@ import (
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/schema"
+	"github.com/agenthost/agenthost/host/workflow"
 )
 
 // ManifestSuffix is the file name suffix LoadDir looks for.
@@ -87,6 +88,7 @@ func (r *Registry) LoadDir(dir string) (loaded int, failures []Failure) {
 func (r *Registry) LoadDirChecked(dir string, check func(*manifest.Tool) error) (loaded int, failures []Failure) {
 	paths, failures := Scan(dir)
 	tools := loadAll(paths)
+	paths, tools = dropBoundWorkflows(paths, tools)
 	if check != nil {
 		for i := range tools {
 			if tools[i].err == nil {
@@ -123,7 +125,8 @@ func (r *Registry) LoadDirChecked(dir string, check func(*manifest.Tool) error) 
 	return loaded, failures
 }
 
-// Scan lists the manifests (*.tool.json) under dir, recursively, skipping
+// Scan lists the manifests (*.tool.json) and workflow files
+// (*.workflow.json, each the tool workflow:<id>) under dir, recursively, skipping
 // node_modules and names starting with '.'; symbolic links to folders
 // inside dir are not followed, dir itself may be a link. Folders that
 // cannot be read are returned as failures.
@@ -148,7 +151,7 @@ func Scan(dir string) (paths []string, failures []Failure) {
 			}
 			return nil
 		}
-		if strings.HasSuffix(name, ManifestSuffix) && !strings.HasPrefix(name, ".") {
+		if (strings.HasSuffix(name, ManifestSuffix) || strings.HasSuffix(name, workflow.Suffix)) && !strings.HasPrefix(name, ".") {
 			paths = append(paths, p)
 		}
 		return nil
@@ -175,7 +178,13 @@ func loadAll(paths []string) []loadResult {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(paths); i += workers {
-				t, err := manifest.Load(paths[i])
+				var t *manifest.Tool
+				var err error
+				if strings.HasSuffix(paths[i], workflow.Suffix) {
+					t, err = workflow.Manifest(paths[i])
+				} else {
+					t, err = manifest.Load(paths[i])
+				}
 				out[i] = loadResult{t, err}
 			}
 		}()
@@ -184,8 +193,35 @@ func loadAll(paths []string) []loadResult {
 	return out
 }
 
-// peekID reads the toolId and version of a manifest that failed to load,
-// when they are still readable and valid.
+// dropBoundWorkflows leaves out the workflow files that a manifest
+// (handler type workflow) binds: that manifest is their tool.
+func dropBoundWorkflows(paths []string, tools []loadResult) ([]string, []loadResult) {
+	bound := map[string]bool{}
+	for _, r := range tools {
+		if r.err == nil && r.tool.Handler.Type == manifest.HandlerWorkflow && !strings.HasSuffix(r.tool.Path, workflow.Suffix) {
+			if f := r.tool.WorkflowFile(); f != "" {
+				bound[f] = true
+			}
+		}
+	}
+	if len(bound) == 0 {
+		return paths, tools
+	}
+	var ps []string
+	var ts []loadResult
+	for i, p := range paths {
+		if strings.HasSuffix(p, workflow.Suffix) {
+			if real, err := filepath.EvalSymlinks(p); err == nil && bound[real] {
+				continue
+			}
+		}
+		ps, ts = append(ps, p), append(ts, tools[i])
+	}
+	return ps, ts
+}
+
+// peekID reads the toolId and version of a manifest that failed to load
+// (the id of a workflow file), when they are still readable and valid.
 func peekID(path string) (id, version string) {
 	data, err := os.ReadFile(path)
 	if err != nil || len(data) > manifest.MaxManifestBytes {
@@ -193,9 +229,16 @@ func peekID(path string) (id, version string) {
 	}
 	var head struct {
 		ToolID  string `json:"toolId"`
+		ID      string `json:"id"`
 		Version string `json:"version"`
 	}
-	if json.Unmarshal(data, &head) != nil || manifest.ValidID(head.ToolID) != nil {
+	if json.Unmarshal(data, &head) != nil {
+		return "", ""
+	}
+	if strings.HasSuffix(path, workflow.Suffix) {
+		head.ToolID = manifest.NamespaceWorkflow + ":" + head.ID
+	}
+	if manifest.ValidID(head.ToolID) != nil {
 		return "", ""
 	}
 	if manifest.ValidVersion(head.Version) != nil {
@@ -459,4 +502,18 @@ func (r *Registry) Keep(prev, cur *manifest.Tool) {
 			vs[i] = prev
 		}
 	}
+}
+
+// Reject removes t, which loaded, and records it as a load failure with
+// err: for checks that need the whole catalogue (a workflow whose tools
+// are missing). Lookup of its ID then gives LOAD_ERROR.
+func (r *Registry) Reject(t *manifest.Tool, err error) Failure {
+	r.Remove(t.ToolID + "@" + t.Version)
+	f := Failure{Path: t.Path, ToolID: t.ToolID, Err: err}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.broken[t.ToolID] = f
+	r.broken[t.ToolID+"@"+t.Version] = f
+	r.failures = append(r.failures, f)
+	return f
 }
