@@ -27,11 +27,13 @@ plugins: toolpacks ## alias of toolpacks
 guests: ## build the example guests in C, Rust and AssemblyScript (examples/guests); a missing toolchain is skipped with a note
 	$(GO) run ./plugins/internal/guests -dir examples/guests && $(GO) run ./cmd/agenthost validate --write-digests examples/guests
 
-demo: toolpacks build ## run the tool calls of an LLM output, an agent on a replay, the tools for an MCP client; audit
+demo: toolpacks build ## run the tool calls of an LLM output, agents on a replay (one with a profile and a workflow), the tools for an MCP client; audit
 	$(GO) run ./cmd/agenthost exec --dir toolpacks --policy examples/demo/policy.yaml testdata/llm/demo.txt
 	@echo "--- what fs:write saved in examples/demo/workspace/out/plan.md:"; cat examples/demo/workspace/out/plan.md; echo
 	@echo "--- an agent run on a replayed transcript (examples/agent/demo.jsonl):"
 	$(GO) run ./cmd/agenthost run --dir toolpacks --provider replay --replay examples/agent/demo.jsonl "Count the words and hash a word."
+	@echo "--- an agent profile: its own prompt, model and tool inventory; it calls a workflow (toolpacks/workflows) whose two nodes run in parallel:"
+	$(GO) run ./cmd/agenthost run --dir toolpacks --profile examples/agent/text-analyst.profile.json "Fingerprint this text."
 	@echo "--- an MCP client (the official Go SDK) lists and calls the tools over 'agenthost mcp':"
 	$(GO) run ./examples/mcpclient -agenthost bin/agenthost -dir toolpacks
 	$(GO) run ./cmd/agenthost audit --dir toolpacks
@@ -51,6 +53,7 @@ fuzz: ## run each fuzz target for 10s (FUZZTIME=...)
 	$(GO) test -run '^$$' -fuzz '^FuzzPolicyGlob$$' -fuzztime $(FUZZTIME) ./host/policy
 	$(GO) test -run '^$$' -fuzz '^FuzzHostRule$$' -fuzztime $(FUZZTIME) ./host/policy
 	$(GO) test -run '^$$' -fuzz '^FuzzCoerce$$' -fuzztime $(FUZZTIME) ./host/schema
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./host/workflow
 
 lint: ## go vet (host and wasip1) and staticcheck
 	$(GO) vet ./...

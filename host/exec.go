@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"strings"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/action"
@@ -39,6 +40,13 @@ type Turn struct {
 // An output without an ACTION block is a plain reply: nothing runs and the
 // observation is empty.
 func (h *Host) Exec(ctx context.Context, llmOutput string) Turn {
+	return h.ExecOnly(ctx, llmOutput, nil)
+}
+
+// ExecOnly is Exec for an agent that sees only some tools: a call to a
+// tool for which allowed (given the ID without a version) is false is an
+// UNKNOWN_TOOL failure and does not run. A nil allowed allows every tool.
+func (h *Host) ExecOnly(ctx context.Context, llmOutput string, allowed func(id string) bool) Turn {
 	parsed, err := action.Parse(llmOutput, h.opts.Action)
 	turn := Turn{Calls: []action.Call{}, Results: []abi.Envelope{}, Status: abi.StatusSuccess}
 	if parsed != nil {
@@ -60,7 +68,12 @@ func (h *Host) Exec(ctx context.Context, llmOutput string) Turn {
 			turn.Results = append(turn.Results, env)
 			continue
 		}
-		env := h.CallArgs(ctx, c.Tool, c.Args)
+		var env abi.Envelope
+		if id, _, _ := strings.Cut(c.Tool, "@"); allowed != nil && !allowed(id) {
+			env = abi.Failure(c.Tool, abi.Errorf(abi.CodeUnknownTool, "unknown tool '%s': it is not among the tools of this agent", c.Tool))
+		} else {
+			env = h.CallArgs(ctx, c.Tool, c.Args)
+		}
 		if env.Status != abi.StatusSuccess {
 			failed = true
 		} else {

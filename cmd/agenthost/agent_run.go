@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/agenthost/agenthost/host/agent"
 	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/host/profile"
 )
 
 // agentFlags are the flags of `run`.
@@ -19,7 +21,7 @@ type agentFlags struct {
 
 func runCommand() command {
 	return command{
-		name: "run", usage: "run [--provider openai|anthropic|replay] [--model M] [--mode native|action|router] [--json] [TASK|-]",
+		name: "run", usage: "run [--profile FILE] [--provider openai|anthropic|replay] [--model M] [--mode native|action|router] [--json] [TASK|-]",
 		summary: "run the agent loop on a task: progress on stderr, the answer on stdout",
 		flags: func(fs *flag.FlagSet, e *env) {
 			a := &e.agent
@@ -33,6 +35,7 @@ func runCommand() command {
 			fs.StringVar(&a.system, "system", "", "a system prompt")
 			fs.IntVar(&a.maxIterations, "max-iterations", agent.DefaultMaxIterations, "the cap on model turns (then status partial)")
 			fs.BoolVar(&e.asJSON, "json", false, `print {"status","answer","iterations","steps"} on stdout`)
+			profileFlag(fs, e)
 		},
 		run: runAgent,
 	}
@@ -50,7 +53,14 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 		}
 		task = strings.TrimSpace(string(b))
 	}
+	prof, err := e.loadProfile()
+	if err != nil {
+		return err
+	}
 	a := e.agent
+	if prof != nil {
+		a = e.withProfile(a, prof)
+	}
 	var p llm.Provider
 	switch a.provider {
 	case "replay":
@@ -73,7 +83,6 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 		case keyEnv == "" && a.provider == "openai":
 			keyEnv = "OPENAI_API_KEY"
 		}
-		var err error
 		if a.provider == "openai" {
 			base := a.baseURL
 			if base == "" {
@@ -95,14 +104,25 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 	default:
 		return usageError{"--provider must be openai, anthropic or replay"}
 	}
-	h, err := e.newHost(ctx)
+	// llm:complete lets workflows the agent calls nest model calls.
+	h, err := e.newHost(ctx, agent.CompleteTool(p, a.model))
 	if err != nil {
 		return err
 	}
 	defer h.Close(ctx)
+	var ids []string
+	if prof != nil {
+		tools, err := visibleTools(h, prof)
+		if err != nil {
+			return err
+		}
+		for _, t := range tools {
+			ids = append(ids, t.ToolID)
+		}
+	}
 	progress := e.messages()
 	res, err := agent.Run(ctx, h, task, agent.Options{
-		Provider: p, Model: a.model, Mode: a.mode, SystemPrompt: a.system, MaxIterations: a.maxIterations,
+		Provider: p, Model: a.model, Mode: a.mode, SystemPrompt: a.system, MaxIterations: a.maxIterations, Tools: ids,
 		OnEvent: func(ev agent.Event) {
 			switch ev.Kind {
 			case "model":
@@ -129,4 +149,30 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 		return exitError{1}
 	}
 	return nil
+}
+
+// withProfile fills the agent flags not given on the command line from
+// the profile (the command line wins).
+func (e *env) withProfile(a agentFlags, p *profile.Profile) agentFlags {
+	set := func(name string, dst *string, v string) {
+		if !e.set[name] && v != "" {
+			*dst = v
+		}
+	}
+	set("system", &a.system, p.SystemPrompt)
+	set("mode", &a.mode, p.Mode)
+	if !e.set["max-iterations"] && p.MaxIterations > 0 {
+		a.maxIterations = p.MaxIterations
+	}
+	if m := p.Model; m != nil {
+		set("provider", &a.provider, m.Provider)
+		set("base-url", &a.baseURL, m.BaseURL)
+		set("model", &a.model, m.Name)
+		set("api-key-env", &a.apiKeyEnv, m.APIKeyEnv)
+		if m.Replay != "" && !filepath.IsAbs(m.Replay) {
+			m.Replay = filepath.Join(filepath.Dir(p.Path), m.Replay)
+		}
+		set("replay", &a.replay, m.Replay)
+	}
+	return a
 }

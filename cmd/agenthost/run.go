@@ -56,6 +56,10 @@ type env struct {
 	compact      bool
 	writeDigests bool
 	runExamples  bool
+	profile      string
+	// set holds the flags given on the command line (a profile's values
+	// yield to them).
+	set map[string]bool
 }
 
 // commands is the command table, in help order.
@@ -182,6 +186,8 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return usageError{fmt.Sprintf("%s: %s", c.name, err)}
 		}
+		e.set = map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { e.set[f.Name] = true })
 		lvl := hclog.LevelFromString(e.logLevel)
 		if lvl == hclog.NoLevel {
 			return usageError{fmt.Sprintf("unknown log level %q", e.logLevel)}
@@ -277,12 +283,12 @@ func (e *env) toolDirs() []string {
 }
 
 // newHost builds a host from the global flags.
-func (e *env) newHost(ctx context.Context) (*host.Host, error) {
+func (e *env) newHost(ctx context.Context, tools ...host.Tool) (*host.Host, error) {
 	p, err := e.loadPolicy()
 	if err != nil {
 		return nil, err
 	}
-	h, err := host.New(ctx, host.Options{Dirs: e.toolDirs(), Policy: p, Logger: e.log, CacheDir: e.cacheDir, OnFailure: host.OnFailure(e.onFailure)})
+	h, err := host.New(ctx, host.Options{Dirs: e.toolDirs(), Policy: p, Logger: e.log, CacheDir: e.cacheDir, OnFailure: host.OnFailure(e.onFailure), Tools: tools})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}

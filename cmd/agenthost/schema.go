@@ -11,10 +11,11 @@ import (
 
 func schemaCommand() command {
 	return command{
-		name: "schema", jsonOnly: true, usage: "schema --format openai|anthropic|mcp|gemini",
+		name: "schema", jsonOnly: true, usage: "schema --format openai|anthropic|mcp|gemini [--profile FILE]",
 		summary: "print the tool definitions for native tool calling (wire names), only the tools a model may call",
 		flags: func(fs *flag.FlagSet, e *env) {
 			fs.StringVar(&e.format, "format", "", "`FORMAT`: openai, anthropic, mcp or gemini")
+			profileFlag(fs, e)
 		},
 		run: runSchema,
 	}
@@ -31,13 +32,21 @@ func runSchema(ctx context.Context, e *env, args []string) error {
 	if !known {
 		return usageError{fmt.Sprintf("--format must be one of %s", strings.Join(wire.Formats, ", "))}
 	}
+	prof, err := e.loadProfile()
+	if err != nil {
+		return err
+	}
 	h, err := e.newHost(ctx)
 	if err != nil {
 		return err
 	}
 	defer h.Close(ctx)
+	tools, err := visibleTools(h, prof)
+	if err != nil {
+		return err
+	}
 	var defs []wire.Def
-	for _, t := range h.Tools() {
+	for _, t := range tools {
 		defs = append(defs, wire.Def{ID: t.ToolID, Title: t.DisplayName, Description: t.Description, Parameters: t.Parameters, Output: t.Output})
 	}
 	out, err := wire.Export(e.format, defs)

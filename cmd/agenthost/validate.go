@@ -7,9 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/registry"
+	"github.com/agenthost/agenthost/host/workflow"
 )
 
 func validateCommand() command {
@@ -44,7 +46,7 @@ func runValidate(ctx context.Context, e *env, args []string) error {
 		out = io.Discard
 	}
 	for _, p := range paths {
-		if e.writeDigests {
+		if e.writeDigests && !strings.HasSuffix(p, workflow.Suffix) {
 			changed, err := manifest.WriteDigest(p)
 			if err != nil {
 				fmt.Fprintf(out, "FAIL %s: %s\n", p, err)
@@ -56,7 +58,7 @@ func runValidate(ctx context.Context, e *env, args []string) error {
 				fmt.Fprintf(e.messages(), "agenthost: updated sha256 in %s\n", p)
 			}
 		}
-		t, err := manifest.Load(p)
+		t, err := registry.LoadFile(p)
 		if err != nil {
 			fmt.Fprintf(out, "FAIL %s: %s\n", p, escapeText(err.Error()))
 			rep.Manifests = append(rep.Manifests, validated{Path: p, Error: err.Error()})

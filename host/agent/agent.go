@@ -271,7 +271,11 @@ const maxParallelCalls = 4
 // actionTurn handles a text turn in the ACTION protocol; done when it
 // holds no ACTION block (its text is the answer).
 func (r *run) actionTurn(ctx context.Context, resp llm.Response) bool {
-	turn := r.h.Exec(ctx, resp.Content)
+	var allowed func(string) bool
+	if len(r.o.Tools) > 0 {
+		allowed = func(id string) bool { return r.byID[id] != nil }
+	}
+	turn := r.h.ExecOnly(ctx, resp.Content, allowed)
 	if turn.Error == nil && len(turn.Calls) == 0 {
 		if strings.TrimSpace(resp.Content) == "" {
 			r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: "Your last turn was empty. Send an ACTION block or your final answer."})

@@ -360,3 +360,34 @@ func TestParallelCalls(t *testing.T) {
 		t.Fatalf("steps %+v", res.Steps)
 	}
 }
+
+// TestToolsInventory pins that a tool outside Options.Tools is invisible
+// and UNKNOWN_TOOL, in native mode (by wire name and by ID) and in action
+// mode, where it does not run.
+func TestToolsInventory(t *testing.T) {
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	p := replay(t,
+		`{"tool_calls":[{"id":"a","name":"core__echo","arguments":{}},{"id":"b","name":"core:echo","arguments":{}},{"id":"c","name":"text__stats","arguments":{"text":"a b"}}]}`,
+		`{"content":"done"}`)
+	res, err := agent.Run(context.Background(), h, "x", agent.Options{Provider: p, Tools: []string{"text:stats"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"UNKNOWN_TOOL", "UNKNOWN_TOOL", ""} {
+		s := res.Steps[i]
+		if (s.Error == nil && want != "") || (s.Error != nil && string(s.Error.Code) != want) {
+			t.Errorf("step %d: %+v", i, s)
+		}
+	}
+	if defs := p.Requests[0].Tools; len(defs) != 1 || defs[0].Name != "text__stats" {
+		t.Errorf("tools offered %+v", defs)
+	}
+	pa := replay(t, `{"content":"<ACTION><core:echo><x>1</x></core:echo></ACTION>"}`, `{"content":"done"}`)
+	res, err = agent.Run(context.Background(), h, "x", agent.Options{Provider: pa, Mode: agent.ModeAction, Tools: []string{"text:stats"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Steps) != 1 || res.Steps[0].Error == nil || res.Steps[0].Error.Code != "UNKNOWN_TOOL" || !strings.Contains(pa.Requests[0].Messages[0].Content, "text:stats") {
+		t.Fatalf("action mode: %+v", res.Steps)
+	}
+}

@@ -178,19 +178,22 @@ func loadAll(paths []string) []loadResult {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(paths); i += workers {
-				var t *manifest.Tool
-				var err error
-				if strings.HasSuffix(paths[i], workflow.Suffix) {
-					t, err = workflow.Manifest(paths[i])
-				} else {
-					t, err = manifest.Load(paths[i])
-				}
+				t, err := LoadFile(paths[i])
 				out[i] = loadResult{t, err}
 			}
 		}()
 	}
 	wg.Wait()
 	return out
+}
+
+// LoadFile loads one file Scan lists: a manifest, or a workflow file as
+// the manifest of its tool.
+func LoadFile(path string) (*manifest.Tool, error) {
+	if strings.HasSuffix(path, workflow.Suffix) {
+		return workflow.Manifest(path)
+	}
+	return manifest.Load(path)
 }
 
 // dropBoundWorkflows leaves out the workflow files that a manifest
