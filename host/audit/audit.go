@@ -3,6 +3,7 @@ package audit
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/workflow"
 )
 
 // Entry is one tool to audit: a loaded tool with its effective grant, or a
@@ -77,6 +79,23 @@ type Tool struct {
 	Limits  Limits          `json:"limits"`
 	Denials []policy.Denial `json:"denials"`
 	Risks   []Risk          `json:"risks"`
+	// Calls and Reach are set for a workflow: the tools its nodes call,
+	// and what they may touch together (the union of their grants, through
+	// nested workflows). A workflow gains no capability of its own: its
+	// reach is its nodes'.
+	Calls []string `json:"calls,omitempty"`
+	Reach *Reach   `json:"reach,omitempty"`
+}
+
+// Reach is the union of the grants of the tools a workflow calls.
+type Reach struct {
+	Read    []string `json:"read"`
+	Write   []string `json:"write"`
+	Mounts  []string `json:"mounts"`
+	Network []string `json:"network"`
+	Env     []string `json:"env"`
+	// Missing lists called tools that are not in the report.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Handler summarises how a tool runs.
@@ -203,6 +222,7 @@ func Build(entries []Entry, env Environment) Report {
 	slices.SortStableFunc(r.Tools, func(a, b Tool) int {
 		return cmp.Or(cmp.Compare(a.ID, b.ID), compareVersions(a.Version, b.Version), cmp.Compare(a.Path, b.Path))
 	})
+	r.workflowReach()
 	slices.SortStableFunc(r.LoadErrors, func(a, b LoadError) int {
 		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.ToolID, b.ToolID), cmp.Compare(a.Error, b.Error))
 	})
@@ -278,7 +298,68 @@ func buildTool(t *manifest.Tool, g *policy.Grant, path string, env Environment) 
 		}
 	}
 	out.Risks = risks(t, g, env)
+	if t.Handler.Type == manifest.HandlerWorkflow {
+		if w, err := workflow.Load(t.WorkflowFile()); err == nil {
+			out.Calls = w.Tools()
+		}
+	}
 	return out
+}
+
+// workflowReach fills Reach for every workflow: the union of what the
+// tools it calls were granted, following nested workflows.
+func (r *Report) workflowReach() {
+	byID := map[string]*Tool{}
+	for i := range r.Tools {
+		t := &r.Tools[i]
+		byID[t.ID] = t // sorted by version: the last is the highest
+		byID[t.ID+"@"+t.Version] = t
+	}
+	for i := range r.Tools {
+		t := &r.Tools[i]
+		if t.Handler.Type != manifest.HandlerWorkflow {
+			continue
+		}
+		sets := map[string]map[string]bool{"read": {}, "write": {}, "mounts": {}, "network": {}, "env": {}}
+		missing := map[string]bool{}
+		seen := map[string]bool{t.ID: true}
+		var walk func(calls []string)
+		walk = func(calls []string) {
+			for _, id := range calls {
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+				n, ok := byID[id]
+				if !ok {
+					missing[id] = true
+					continue
+				}
+				if n.Handler.Type == manifest.HandlerWorkflow {
+					walk(n.Calls)
+					continue
+				}
+				if n.Denied {
+					continue
+				}
+				for name, xs := range map[string][]string{"read": n.Files.Granted.Read, "write": n.Files.Granted.Write, "mounts": n.Files.Granted.Mounts, "network": n.Network.Granted, "env": n.Env.Granted} {
+					for _, x := range xs {
+						if strings.HasPrefix(x, "$TOOL") || strings.HasPrefix(x, "$CACHE") {
+							x += " (" + n.ID + ")" // each tool has its own folders
+						}
+						sets[name][x] = true
+					}
+				}
+			}
+		}
+		walk(t.Calls)
+		sorted := func(m map[string]bool) []string { return append([]string{}, slices.Sorted(maps.Keys(m))...) }
+		t.Reach = &Reach{Read: sorted(sets["read"]), Write: sorted(sets["write"]), Mounts: sorted(sets["mounts"]),
+			Network: sorted(sets["network"]), Env: sorted(sets["env"])}
+		if len(missing) > 0 {
+			t.Reach.Missing = sorted(missing)
+		}
+	}
 }
 
 func handlerOf(h manifest.Handler) Handler {

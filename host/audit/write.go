@@ -128,6 +128,17 @@ func (r Report) writeText(w io.Writer) error {
 		row("network", list(t.Network.Requested), t.hostsGranted())
 		row("env", list(t.Env.Requested), list(t.Env.Granted))
 		row("limits", t.Limits.Requested.String(), granted(t.Limits.Granted))
+		if t.Reach != nil {
+			e.printf("  calls:     %s\n", list(t.Calls))
+			e.printf("  reach (the union of what the tools it calls were granted):\n")
+			e.printf("    read: %s; write: %s; network: %s; env: %s\n", list(t.Reach.Read), list(t.Reach.Write), list(t.Reach.Network), list(t.Reach.Env))
+			if len(t.Reach.Mounts) > 0 {
+				e.printf("    mounts: %s\n", list(t.Reach.Mounts))
+			}
+			if len(t.Reach.Missing) > 0 {
+				e.printf("    not loaded: %s\n", list(t.Reach.Missing))
+			}
+		}
 		if len(t.Denials) > 0 {
 			e.printf("  denials:\n")
 			for _, d := range t.Denials {
