@@ -151,7 +151,7 @@ func parseRef(text string) (*reference, error) {
 	case segs[0] == "nodes":
 		return nil, fmt.Errorf("%s: a node's value is ${nodes.ID.output} (optionally .field…)", text)
 	default:
-		return nil, fmt.Errorf("%s: a reference starts with inputs. or nodes.", text)
+		return nil, fmt.Errorf("%s: a reference starts with inputs. or nodes. (as in ${inputs.NAME})", text)
 	}
 	return r, nil
 }

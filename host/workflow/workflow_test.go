@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,5 +196,42 @@ func TestRunBehaviour(t *testing.T) {
 	}
 	if env := h.Call(ctx, "workflow:outer", json.RawMessage(`{"t":"a b c d"}`)); env.Error != nil || string(env.Output) != "4" {
 		t.Fatalf("nested: %+v %s", env.Error, env.Output)
+	}
+}
+
+// TestManifestBound pins that a manifest with handler type workflow binds
+// a workflow file (which is then not loaded a second time on its own),
+// and that workflows nest at most MaxDepth deep.
+func TestManifestBound(t *testing.T) {
+	flows := map[string]string{
+		"bound.tool.json":     `{"toolId":"workflow:bound","displayName":"Bound","description":"A bound workflow.","version":"2.0.0","handler":{"type":"workflow","workflow":"inner.workflow.json"},"parameters":{"type":"object","properties":{"t":{"type":"string"}},"required":["t"]}}`,
+		"inner.workflow.json": `{"id":"bound","description":"d","interfaceInputs":{"t":{"dataFlowType":"STRING","required":true}},"interfaceOutputs":{"o":{"dataFlowType":"INTEGER"}},"outputs":{"o":"${nodes.s.output.words}"},"nodes":[{"id":"s","tool":"text:stats","args":{"text":"${inputs.t}"}}]}`,
+	}
+	// d0 calls d1 … d9 calls text:stats: ten workflows deep.
+	for i := range 10 {
+		tool, args := fmt.Sprintf("workflow:d%d", i+1), `{"t":"${inputs.t}"}`
+		out := "${nodes.n.output}"
+		if i == 9 {
+			tool, args, out = "text:stats", `{"text":"${inputs.t}"}`, "${nodes.n.output.words}"
+		}
+		flows[fmt.Sprintf("d%d.workflow.json", i)] = fmt.Sprintf(`{"id":"d%d","description":"d","interfaceInputs":{"t":{"dataFlowType":"STRING","required":true}},"interfaceOutputs":{"o":{"dataFlowType":"INTEGER"}},"outputs":{"o":"%s"},"nodes":[{"id":"n","tool":"%s","args":%s}]}`, i, out, tool, args)
+	}
+	h := newHost(t, writeFlows(t, flows))
+	if len(h.Failures()) != 0 {
+		t.Fatalf("failures %v", h.Failures())
+	}
+	tool, err := h.Tool("workflow:bound")
+	if err != nil || tool.Version != "2.0.0" || tool.DisplayName != "Bound" {
+		t.Fatalf("%+v %v", tool, err)
+	}
+	if env := h.Call(context.Background(), "workflow:bound", json.RawMessage(`{"t":"a b"}`)); env.Error != nil || string(env.Output) != "2" {
+		t.Fatalf("%+v %s", env.Error, env.Output)
+	}
+	if env := h.Call(context.Background(), "workflow:d2", json.RawMessage(`{"t":"a b"}`)); env.Error != nil || string(env.Output) != "2" {
+		t.Fatalf("eight deep: %+v %s", env.Error, env.Output)
+	}
+	env := h.Call(context.Background(), "workflow:d0", json.RawMessage(`{"t":"a b"}`))
+	if env.Error == nil || !strings.Contains(env.Error.Message, "more than 8 deep") {
+		t.Fatalf("ten deep: %+v", env.Error)
 	}
 }
