@@ -235,3 +235,20 @@ func TestManifestBound(t *testing.T) {
 		t.Fatalf("ten deep: %+v", env.Error)
 	}
 }
+
+// TestShippedWorkflows runs the tests of the workflows in toolpacks/ (what
+// agenthost test does) and checks each loads with its schema.
+func TestShippedWorkflows(t *testing.T) {
+	h := newHost(t, "")
+	for _, id := range []string{"workflow:fingerprint", "workflow:csv_column"} {
+		res, err := h.RunExamples(context.Background(), id)
+		if err != nil || len(res) == 0 {
+			t.Fatalf("%s: %v %v", id, res, err)
+		}
+		for _, r := range res {
+			if !r.Passed {
+				t.Errorf("%s: %+v", id, r)
+			}
+		}
+	}
+}
