@@ -8,13 +8,15 @@ require (
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/google/jsonschema-go v0.4.3
 	github.com/hashicorp/go-hclog v1.6.3
+	github.com/hiddeco/sshsig v0.2.0
 	github.com/itchyny/gojq v0.12.20
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/tetratelabs/wabin v0.0.0-20230304001439-f6f874872834
 	github.com/tetratelabs/wazero v1.12.0
+	golang.org/x/crypto v0.37.0
 	golang.org/x/sys v0.49.0
-	golang.org/x/text v0.17.0
+	golang.org/x/text v0.24.0
 	golang.org/x/tools v0.52.0
 	sigs.k8s.io/yaml v1.6.0
 )

@@ -3,14 +3,17 @@ package host
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/registry"
 	"github.com/agenthost/agenthost/host/runner"
+	"github.com/agenthost/agenthost/host/toolpack"
 )
 
 // Change is one change of the catalogue, told to subscribers.
@@ -127,7 +130,7 @@ func (h *Host) rebuild(dirs []string) (Change, error) {
 	next := registry.New()
 	var failures []registry.Failure
 	for _, dir := range dirs {
-		_, f := next.LoadDirChecked(dir, h.checkHandler)
+		_, f := next.LoadDirChecked(dir, h.dirCheck(dir))
 		failures = append(failures, f...)
 	}
 	old := h.reg.All()
@@ -265,4 +268,40 @@ func remove(dirs []string, d string) []string {
 		}
 	}
 	return out
+}
+
+// dirCheck is the load check of the tools of dir: their handler, and when
+// the policy requires signed toolpacks, the folder's signature (every
+// tool of a folder that does not verify is a LOAD_ERROR naming why) and
+// that the file each tool runs is, as read at load, the signed one.
+func (h *Host) dirCheck(dir string) func(*manifest.Tool) error {
+	if !h.policy.RequireSignature {
+		return h.checkHandler
+	}
+	v, err := toolpack.Verify(dir, h.policy.Signers(), time.Now())
+	if err != nil {
+		return func(*manifest.Tool) error { return fmt.Errorf("the policy requires signed toolpacks: %w", err) }
+	}
+	return func(t *manifest.Tool) error {
+		if err := h.checkHandler(t); err != nil {
+			return err
+		}
+		file := t.ModulePath() + t.ScriptFile() + t.WorkflowFile()
+		if file == "" {
+			return nil
+		}
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(real, file)
+		if err != nil {
+			return err
+		}
+		want, ok := v.Index.SHA256Of(filepath.ToSlash(rel))
+		if !ok || want != t.Digest() {
+			return fmt.Errorf("the policy requires signed toolpacks: %s changed after the folder was verified", rel)
+		}
+		return nil
+	}
 }

@@ -57,6 +57,8 @@ type env struct {
 	writeDigests bool
 	runExamples  bool
 	profile      string
+	out, key     string
+	trusted      string
 	// set holds the flags given on the command line (a profile's values
 	// yield to them).
 	set map[string]bool
@@ -67,7 +69,8 @@ func commands() []command {
 	return []command{
 		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
-		runCommand(), schemaCommand(), mcpCommand(), testCommand(), cacheCommand(), versionCommand(),
+		runCommand(), schemaCommand(), mcpCommand(), testCommand(), cacheCommand(),
+		packCommand(), signCommand(), verifyCommand(), versionCommand(),
 	}
 }
 
@@ -288,7 +291,19 @@ func (e *env) newHost(ctx context.Context, tools ...host.Tool) (*host.Host, erro
 	if err != nil {
 		return nil, err
 	}
-	h, err := host.New(ctx, host.Options{Dirs: e.toolDirs(), Policy: p, Logger: e.log, CacheDir: e.cacheDir, OnFailure: host.OnFailure(e.onFailure), Tools: tools})
+	dirs := append([]string(nil), e.toolDirs()...)
+	for i, d := range dirs {
+		if strings.HasSuffix(d, archiveSuffix) {
+			explicit := e.cacheDir
+			if explicit == "" {
+				explicit = p.CacheDir
+			}
+			if dirs[i], err = e.archiveDir(d, explicit); err != nil {
+				return nil, err
+			}
+		}
+	}
+	h, err := host.New(ctx, host.Options{Dirs: dirs, Policy: p, Logger: e.log, CacheDir: e.cacheDir, OnFailure: host.OnFailure(e.onFailure), Tools: tools})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}

@@ -156,8 +156,9 @@ func TestParse_errors(t *testing.T) {
 		{"per-tool max looser", "p.yaml", "tools: {\"a:b\": {limits: {max: {memoryMb: 4096}}}}\n", []string{"/tools/a:b/limits/max/memoryMb: 4096 is above the policy-wide maximum 1024"}},
 		{"per-tool fuel looser", "p.yaml", "limits: {max: {fuel: 100}}\ntools: {\"a:b\": {limits: {max: {fuel: 1000}}}}\n", []string{"/tools/a:b/limits/max/fuel"}},
 		{"per-tool default above own max", "p.yaml", "tools: {\"a:b\": {limits: {default: {timeoutMs: 5000}, max: {timeoutMs: 1000}}}}\n", []string{"/tools/a:b/limits/default/timeoutMs: 5000 exceeds the maximum 1000"}},
-		{"requireSignature", "p.yaml", "requireSignature: true\n", []string{"/requireSignature: toolpack signing is not supported by this version"}},
-		{"trustedKeys", "p.yaml", "trustedKeys: [\"ed25519:abc\"]\n", []string{"/trustedKeys: toolpack signing is not supported by this version"}},
+		{"requireSignature without keys", "p.yaml", "requireSignature: true\n", []string{"/requireSignature: requireSignature needs trustedKeys"}},
+		{"trustedKeys not a signer line", "p.yaml", "trustedKeys: [\"ed25519:abc\"]\n", []string{"/trustedKeys: allowed signer 1"}},
+		{"trustedKeys unenforced option", "p.yaml", "trustedKeys: [\"alice cert-authority ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIh1ZpHKmWuT8NDW6Ijvpk3vHw+RzbUrq4Hxf9n1UVRh\"]\n", []string{"/trustedKeys", "cert-authority"}},
 		{"tilde", "p.yaml", "workspace: ~/work\n", []string{"/workspace", "not expanded"}},
 		{"two problems", "p.yaml", "env: [\"1X\"]\npool: {memoryMb: -1}\n", []string{"/env/0", "/pool/memoryMb"}},
 	}
@@ -182,10 +183,10 @@ func TestParse_errors(t *testing.T) {
 	}
 }
 
-func TestParse_signingSentinel(t *testing.T) {
-	_, err := policy.Parse([]byte("requireSignature: true\n"), "p.yaml")
-	if !errors.Is(err, policy.ErrSigningUnsupported) {
-		t.Fatalf("err = %v, want ErrSigningUnsupported", err)
+func TestParse_trustedKeys(t *testing.T) {
+	p, err := policy.Parse([]byte("requireSignature: true\ntrustedKeys: [\"alice@example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIh1ZpHKmWuT8NDW6Ijvpk3vHw+RzbUrq4Hxf9n1UVRh\"]\n"), "p.yaml")
+	if err != nil || !p.RequireSignature || len(p.Signers()) != 1 || p.Signers()[0].Principals[0] != "alice@example.com" {
+		t.Fatalf("%v %+v", err, p)
 	}
 }
 

@@ -3,6 +3,8 @@ package policy
 import (
 	"os"
 	"path/filepath"
+
+	"github.com/agenthost/agenthost/host/toolpack"
 )
 
 // Built-in defaults, used by [Default] and wherever a limit in a
@@ -52,12 +54,16 @@ type Policy struct {
 	// tool's $CACHE under tools/). "" is the user cache folder +
 	// "/agenthost".
 	CacheDir string `json:"cacheDir,omitempty"`
-	// RequireSignature asks for signed toolpacks. Signing is not supported
-	// by this version, so Validate rejects true.
+	// RequireSignature loads only toolpack folders signed by a trusted key
+	// whose files are exactly the signed ones; the tools of any other
+	// folder are LOAD_ERRORs naming the reason. It needs TrustedKeys.
 	RequireSignature bool `json:"requireSignature,omitempty"`
-	// TrustedKeys are the keys toolpacks would be signed with. Validate
-	// rejects a non-empty list for the same reason.
+	// TrustedKeys is an allowed-signers list, one line per key, in the
+	// format of ssh-keygen's ALLOWED SIGNERS ("principals [options]
+	// keytype key"); the options namespaces, valid-after and valid-before
+	// are enforced, any other is an error.
 	TrustedKeys []string `json:"trustedKeys,omitempty"`
+	signers     []toolpack.Signer
 
 	// source names the file the policy came from, for error messages.
 	source string
@@ -195,6 +201,9 @@ func (p *Policy) resolve(base string) {
 // Source returns the file the policy was read from ("" for a built-in or
 // hand-made policy).
 func (p *Policy) Source() string { return p.source }
+
+// Signers returns the parsed TrustedKeys (after Validate).
+func (p *Policy) Signers() []toolpack.Signer { return p.signers }
 
 // PoolMemoryBytes returns the pool budget in bytes (0: no pools).
 func (p *Policy) PoolMemoryBytes() uint64 {

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"github.com/agenthost/agenthost/host/toolpack"
 	"regexp"
 	"sort"
 	"strconv"
@@ -36,10 +37,6 @@ func (e *Error) Error() string {
 
 // Unwrap returns the underlying reason.
 func (e *Error) Unwrap() error { return e.Err }
-
-// ErrSigningUnsupported is the reason a policy asking for signed toolpacks
-// (requireSignature or trustedKeys) is rejected.
-var ErrSigningUnsupported = errors.New("toolpack signing is not supported by this version")
 
 var toolIDPattern = regexp.MustCompile(`^[a-z][a-z0-9._-]*:[a-z][a-z0-9._-]*$`)
 
@@ -98,11 +95,15 @@ func (p *Policy) Validate() error {
 	if p.Pool.MemoryMb < 0 {
 		v.add("/pool/memoryMb", "must be 0 (no pools) or more")
 	}
-	if p.RequireSignature {
-		v.errs = append(v.errs, &Error{File: p.source, Pointer: "/requireSignature", Err: ErrSigningUnsupported})
-	}
 	if len(p.TrustedKeys) > 0 {
-		v.errs = append(v.errs, &Error{File: p.source, Pointer: "/trustedKeys", Err: ErrSigningUnsupported})
+		s, err := toolpack.ParseAllowedSigners(p.TrustedKeys)
+		if err != nil {
+			v.add("/trustedKeys", "%s", err.Error())
+		}
+		p.signers = s
+	}
+	if p.RequireSignature && len(p.signers) == 0 {
+		v.add("/requireSignature", "requireSignature needs trustedKeys: allowed-signers lines such as \"alice@example.com ssh-ed25519 AAAA…\"")
 	}
 	ids := make([]string, 0, len(p.Tools))
 	for id := range p.Tools {

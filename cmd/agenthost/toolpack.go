@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agenthost/agenthost/host/cache"
+	"github.com/agenthost/agenthost/host/toolpack"
+	"golang.org/x/crypto/ssh"
+)
+
+// archiveSuffix marks a --dir that is a packed toolpack.
+const archiveSuffix = ".tar.gz"
+
+func packCommand() command {
+	return command{
+		name: "pack", usage: "pack DIR -o NAME.tar.gz",
+		summary: "pack a toolpack folder into a reproducible archive (toolpack.json lists every file's SHA-256)",
+		flags: func(fs *flag.FlagSet, e *env) {
+			fs.StringVar(&e.out, "o", "", "the archive `FILE` to write (NAME.tar.gz)")
+		},
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 1 || e.out == "" || !strings.HasSuffix(e.out, archiveSuffix) {
+				return usageError{"pack takes one folder and -o NAME.tar.gz"}
+			}
+			f, err := os.Create(e.out)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			h := sha256.New()
+			idx, err := toolpack.Pack(args[0], io.MultiWriter(f, h))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				os.Remove(e.out)
+				return err
+			}
+			_, signed := os.Stat(filepath.Join(args[0], toolpack.SignatureFile))
+			state := "signed"
+			if signed != nil {
+				state = "unsigned"
+			}
+			fmt.Fprintf(e.stdout, "packed %d files (%s) into %s sha256:%s\n", len(idx.Files), state, e.out, hex.EncodeToString(h.Sum(nil)))
+			return nil
+		},
+	}
+}
+
+func signCommand() command {
+	return command{
+		name: "sign", usage: "sign DIR --key FILE",
+		summary: "sign a toolpack folder with an SSH key (writes toolpack.json and toolpack.json.sig)",
+		flags: func(fs *flag.FlagSet, e *env) {
+			fs.StringVar(&e.key, "key", "", "an unencrypted OpenSSH private key `FILE` (or sign toolpack.json with ssh-keygen -Y sign -n agenthost-toolpack)")
+		},
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 1 || e.key == "" {
+				return usageError{"sign takes one folder and --key FILE"}
+			}
+			signer, err := toolpack.LoadPrivateKey(e.key)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			idx, err := toolpack.Sign(args[0], signer)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "signed %d files of %s with %s\n", len(idx.Files), args[0], ssh.FingerprintSHA256(signer.PublicKey()))
+			return nil
+		},
+	}
+}
+
+func verifyCommand() command {
+	return command{
+		name: "verify", usage: "verify DIR|NAME.tar.gz [--trusted FILE] [--json]",
+		summary: "check a toolpack's signature against trusted keys and its files against the signed index (exit 1 when it fails)",
+		flags: func(fs *flag.FlagSet, e *env) {
+			fs.StringVar(&e.trusted, "trusted", "", "an allowed-signers `FILE` (default: the policy's trustedKeys)")
+			fs.BoolVar(&e.asJSON, "json", false, `print {"ok", "principal", "fingerprint", "files"} or {"ok", "reason", "detail"}`)
+		},
+		run: runVerify,
+	}
+}
+
+func runVerify(ctx context.Context, e *env, args []string) error {
+	if len(args) != 1 {
+		return usageError{"verify takes one folder or archive"}
+	}
+	var trusted []toolpack.Signer
+	if e.trusted != "" {
+		s, err := toolpack.ReadAllowedSigners(e.trusted)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		trusted = s
+	} else {
+		p, err := e.loadPolicy()
+		if err != nil {
+			return err
+		}
+		trusted = p.Signers()
+	}
+	if len(trusted) == 0 {
+		return usageError{"no trusted keys: give --trusted FILE or a policy with trustedKeys"}
+	}
+	dir := args[0]
+	if strings.HasSuffix(dir, archiveSuffix) {
+		tmp, err := os.MkdirTemp("", "agenthost-verify-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		f, err := os.Open(dir)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		err = toolpack.Unpack(f, filepath.Join(tmp, "pack"))
+		f.Close()
+		if err != nil {
+			return reportVerify(e, nil, &toolpack.VerifyError{Dir: args[0], Reason: "bad archive", Detail: err.Error()})
+		}
+		dir = filepath.Join(tmp, "pack")
+	}
+	v, err := toolpack.Verify(dir, trusted, time.Now())
+	var ve *toolpack.VerifyError
+	if errors.As(err, &ve) {
+		ve.Dir = args[0]
+	}
+	return reportVerify(e, v, err)
+}
+
+func reportVerify(e *env, v *toolpack.Verified, err error) error {
+	var ve *toolpack.VerifyError
+	if err != nil && !errors.As(err, &ve) {
+		return err
+	}
+	if e.asJSON {
+		if ve != nil {
+			e.printJSON(map[string]any{"ok": false, "reason": ve.Reason, "detail": ve.Detail})
+			return exitError{1}
+		}
+		return e.printJSON(map[string]any{"ok": true, "principal": v.Principal, "fingerprint": v.Fingerprint, "files": len(v.Index.Files)})
+	}
+	if ve != nil {
+		fmt.Fprintf(e.stdout, "FAIL %s\n", escapeText(ve.Error()))
+		return exitError{1}
+	}
+	fmt.Fprintf(e.stdout, "ok   signed by %s (%s); %d files as signed\n", escapeText(v.Principal), v.Fingerprint, len(v.Index.Files))
+	return nil
+}
+
+// archiveDir returns the folder an archive --dir is unpacked into: under
+// the cache, named by the archive's SHA-256, unpacked once (a host that
+// requires signatures verifies that folder on every load, so a cache
+// edited after verification does not load).
+func (e *env) archiveDir(archive, cacheExplicit string) (string, error) {
+	data, err := os.ReadFile(archive)
+	if err != nil {
+		return "", usageError{err.Error()}
+	}
+	sum := sha256.Sum256(data)
+	root, err := cache.Resolve(cacheExplicit)
+	if err != nil {
+		return "", usageError{err.Error()}
+	}
+	if err := cache.Secure(root); err != nil {
+		return "", usageError{err.Error()}
+	}
+	dest := filepath.Join(root, "toolpacks", hex.EncodeToString(sum[:]))
+	if _, err := os.Stat(dest); err == nil {
+		return dest, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dest), ".unpack-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if err := toolpack.Unpack(strings.NewReader(string(data)), filepath.Join(tmp, "pack")); err != nil {
+		return "", fmt.Errorf("%s: %w", archive, err)
+	}
+	if err := os.Rename(filepath.Join(tmp, "pack"), dest); err != nil && !errors.Is(err, os.ErrExist) {
+		if _, serr := os.Stat(dest); serr != nil {
+			return "", err
+		}
+	}
+	return dest, nil
+}

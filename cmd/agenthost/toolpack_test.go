@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// TestSignPackVerify drives sign, pack (twice: byte-identical), verify
+// (a folder, an archive, a tampered folder, an untrusted key) and a
+// --dir archive under a policy requiring signatures, whose unpacked copy
+// in the cache is then edited: it must not load.
+func TestSignPackVerify(t *testing.T) {
+	tmp := t.TempDir()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKey(priv, "reviewer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(tmp, "key")
+	os.WriteFile(key, pem.EncodeToMemory(block), 0o600)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	line := "reviewer@example.com " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+	allowed := filepath.Join(tmp, "allowed")
+	os.WriteFile(allowed, []byte(line+"\n"), 0o644)
+	_, otherPriv, _ := ed25519.GenerateKey(rand.Reader)
+	otherSigner, _ := ssh.NewSignerFromKey(otherPriv)
+	untrusted := filepath.Join(tmp, "untrusted")
+	os.WriteFile(untrusted, []byte("mallory "+string(ssh.MarshalAuthorizedKey(otherSigner.PublicKey()))), 0o644)
+
+	src, _ := filepath.Abs("../../toolpacks/core")
+	pack := filepath.Join(tmp, "core")
+	os.MkdirAll(pack, 0o755)
+	for _, f := range []string{"echo.tool.json", "echo.wasm", "README.md"} {
+		b, _ := os.ReadFile(filepath.Join(src, f))
+		os.WriteFile(filepath.Join(pack, f), b, 0o644)
+	}
+	cli := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	if code, out := cli("sign", pack, "--key", key); code != 0 || !strings.Contains(out, "signed 3 files") {
+		t.Fatalf("sign: %d %s", code, out)
+	}
+	a, b := filepath.Join(tmp, "a.tar.gz"), filepath.Join(tmp, "b.tar.gz")
+	if code, out := cli("pack", pack, "-o", a); code != 0 || !strings.Contains(out, "(signed)") {
+		t.Fatalf("pack: %d %s", code, out)
+	}
+	cli("pack", pack, "-o", b)
+	ab, _ := os.ReadFile(a)
+	bb, _ := os.ReadFile(b)
+	if !bytes.Equal(ab, bb) {
+		t.Fatal("two packs differ")
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"verify", pack, "--trusted", allowed}, 0, "ok   signed by reviewer@example.com"},
+		{[]string{"verify", a, "--trusted", allowed, "--json"}, 0, `"ok": true`},
+		{[]string{"verify", a, "--trusted", untrusted}, 1, "untrusted key"},
+		{[]string{"verify", pack}, 2, "no trusted keys"},
+		{[]string{"pack", pack}, 2, "-o NAME.tar.gz"},
+		{[]string{"sign", pack}, 2, "--key FILE"},
+	} {
+		if code, out := cli(tc.args...); code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: %d %s", tc.args, code, out)
+		}
+	}
+	policy := filepath.Join(tmp, "policy.json")
+	quoted, _ := json.Marshal(line)
+	os.WriteFile(policy, []byte(`{"requireSignature": true, "trustedKeys": [`+string(quoted)+`]}`), 0o644)
+	cache := filepath.Join(tmp, "cache")
+	if code, out := cli("--policy", policy, "--cache-dir", cache, "--dir", a, "invoke", "core:echo", `{"z":1}`); code != 0 || !strings.Contains(out, `"z": 1`) {
+		t.Fatalf("invoke from the archive: %d %s", code, out)
+	}
+	unpacked, _ := filepath.Glob(filepath.Join(cache, "toolpacks", "*", "README.md"))
+	if len(unpacked) != 1 {
+		t.Fatalf("unpacked %v", unpacked)
+	}
+	os.WriteFile(unpacked[0], []byte("edited in the cache"), 0o644)
+	if code, out := cli("--policy", policy, "--cache-dir", cache, "--dir", a, "invoke", "core:echo", `{"z":1}`); code != 1 || !strings.Contains(out, "changed README.md") {
+		t.Fatalf("an edited cache loaded: %d %s", code, out)
+	}
+	os.WriteFile(filepath.Join(pack, "echo.wasm"), []byte("tampered"), 0o644)
+	if code, out := cli("verify", pack, "--trusted", allowed); code != 1 || !strings.Contains(out, "changed echo.wasm") {
+		t.Errorf("tampered: %d %s", code, out)
+	}
+}

@@ -1,0 +1,93 @@
+package host_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/agenthost/agenthost/host/toolpack"
+)
+
+// copyDir copies a toolpack folder (plain files) into a new folder.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestRequireSignature pins requireSignature: a folder signed by a
+// trusted key loads; an unsigned one, one signed by another key, and one
+// changed after signing (also after a first verified load, on reload) do
+// not: their tools are LOAD_ERRORs naming the reason.
+func TestRequireSignature(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	sshPub, _ := ssh.NewPublicKey(pub)
+	_, otherPriv, _ := ed25519.GenerateKey(rand.Reader)
+	other, _ := ssh.NewSignerFromKey(otherPriv)
+	line := "reviewer@example.com " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
+	doc, _ := json.Marshal(map[string]any{"requireSignature": true, "trustedKeys": []string{line}})
+	pol := hosttest.Policy(t, string(doc))
+	core := filepath.Join(hosttest.Toolpacks(t), "core")
+
+	signed := copyDir(t, core)
+	if _, err := toolpack.Sign(signed, signer); err != nil {
+		t.Fatal(err)
+	}
+	h := hosttest.NewHost(t, pol, signed)
+	if env := h.Call(context.Background(), "core:echo", json.RawMessage(`{"a":1}`)); env.Error != nil {
+		t.Fatalf("signed: %+v", env.Error)
+	}
+	// Tampered after the first load: a reload keeps the verified version
+	// and says why the new one did not load.
+	os.WriteFile(filepath.Join(signed, "README.md"), []byte("changed"), 0o644)
+	if err := h.Reload(); err == nil || !strings.Contains(err.Error(), "files changed") || !strings.Contains(err.Error(), "changed README.md") {
+		t.Fatalf("reload of a tampered folder: %v", err)
+	}
+
+	unsigned := copyDir(t, core)
+	wrong := copyDir(t, core)
+	if _, err := toolpack.Sign(wrong, other); err != nil {
+		t.Fatal(err)
+	}
+	tampered := copyDir(t, core)
+	toolpack.Sign(tampered, signer)
+	os.WriteFile(filepath.Join(tampered, "extra.tool.json"), []byte("{}"), 0o644)
+	for dir, want := range map[string]string{unsigned: "unsigned", wrong: "untrusted key", tampered: "added extra.tool.json"} {
+		h2, err := host.New(context.Background(), host.Options{Dirs: []string{dir}, Policy: pol, CacheDir: hosttest.CacheDir(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := h2.Call(context.Background(), "core:echo", nil)
+		if env.Error == nil || env.Error.Code != "LOAD_ERROR" || !strings.Contains(env.Error.Message, want) || !strings.Contains(env.Error.Message, "requires signed toolpacks") {
+			t.Errorf("%s: %+v", want, env.Error)
+		}
+		h2.Close(context.Background())
+	}
+}

@@ -1,0 +1,262 @@
+package toolpack_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host/toolpack"
+)
+
+// needSSHKeygen returns the path of ssh-keygen; CI must have it.
+func needSSHKeygen(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("ssh-keygen")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ssh-keygen is missing (.ci/run installs openssh-client)")
+		}
+		t.Skip("ssh-keygen is not installed")
+	}
+	return p
+}
+
+// newKey makes an ed25519 key pair with ssh-keygen; it returns the
+// private key's path and the public key line.
+func newKey(t *testing.T, kg, name string) (string, string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command(kg, "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", p).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	pub, err := os.ReadFile(p + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, strings.TrimSpace(string(pub))
+}
+
+// pack makes a small toolpack folder.
+func newPack(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"echo.tool.json": `{"toolId":"x:echo"}`,
+		"echo.wasm":      "\x00asm\x01\x00\x00\x00",
+		"sub/notes.md":   "# notes\n",
+		".git/HEAD":      "ignored",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func signers(t *testing.T, lines ...string) []toolpack.Signer {
+	t.Helper()
+	s, err := toolpack.ParseAllowedSigners(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestInterop signs with agenthost and verifies with ssh-keygen, then
+// signs with ssh-keygen and verifies with agenthost.
+func TestInterop(t *testing.T) {
+	kg := needSSHKeygen(t)
+	key, pub := newKey(t, kg, "alice")
+	allowed := filepath.Join(t.TempDir(), "allowed_signers")
+	os.WriteFile(allowed, []byte("alice@example.com "+pub+"\n"), 0o644)
+
+	dir := newPack(t)
+	signer, err := toolpack.LoadPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := toolpack.Sign(dir, signer); err != nil {
+		t.Fatal(err)
+	}
+	idx, _ := os.Open(filepath.Join(dir, toolpack.IndexFile))
+	cmd := exec.Command(kg, "-Y", "verify", "-f", allowed, "-I", "alice@example.com", "-n", toolpack.Namespace, "-s", filepath.Join(dir, toolpack.SignatureFile))
+	cmd.Stdin = idx
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen does not verify our signature: %v\n%s", err, out)
+	}
+	idx.Close()
+
+	dir2 := newPack(t)
+	if _, err := toolpack.WriteIndex(dir2); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(kg, "-Y", "sign", "-n", toolpack.Namespace, "-f", key, filepath.Join(dir2, toolpack.IndexFile)).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen sign: %v\n%s", err, out)
+	}
+	trusted, err := toolpack.ReadAllowedSigners(allowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := toolpack.Verify(dir2, trusted, time.Now())
+	if err != nil || v.Principal != "alice@example.com" || !strings.HasPrefix(v.Fingerprint, "SHA256:") || len(v.Index.Files) != 3 {
+		t.Fatalf("ssh-keygen's signature: %+v %v", v, err)
+	}
+}
+
+// TestVerifyFailures pins every reason a folder does not verify.
+func TestVerifyFailures(t *testing.T) {
+	kg := needSSHKeygen(t)
+	key, pub := newKey(t, kg, "alice")
+	_, otherPub := newKey(t, kg, "mallory")
+	signer, _ := toolpack.LoadPrivateKey(key)
+	signed := func() string {
+		dir := newPack(t)
+		if _, err := toolpack.Sign(dir, signer); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	trusted := signers(t, "alice "+pub)
+	tests := []struct {
+		name    string
+		dir     func() string
+		trusted []toolpack.Signer
+		reason  string
+		detail  string
+	}{
+		{"unsigned", func() string { return newPack(t) }, trusted, "unsigned", "no toolpack.json"},
+		{"index without signature", func() string {
+			d := newPack(t)
+			toolpack.WriteIndex(d)
+			return d
+		}, trusted, "unsigned", "no toolpack.json.sig"},
+		{"untrusted key", signed, signers(t, "mallory "+otherPub), "untrusted key", "not in the allowed signers"},
+		{"wrong namespace for the key", signed, signers(t, `alice namespaces="git" `+pub), "untrusted key", "only for the namespaces git"},
+		{"expired key", signed, signers(t, "alice valid-before=20200101 "+pub), "untrusted key", "expired"},
+		{"not yet valid", signed, signers(t, "alice valid-after=29990101Z "+pub), "untrusted key", "valid only after"},
+		{"index edited", func() string {
+			d := signed()
+			p := filepath.Join(d, toolpack.IndexFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte(`"version": 1`), []byte(`"version": 1 `), 1), 0o644)
+			return d
+		}, trusted, "bad signature", "does not match its signature"},
+		{"file added", func() string {
+			d := signed()
+			os.WriteFile(filepath.Join(d, "evil.wasm"), []byte("x"), 0o644)
+			return d
+		}, trusted, "files changed", "added evil.wasm"},
+		{"file changed", func() string {
+			d := signed()
+			os.WriteFile(filepath.Join(d, "echo.wasm"), []byte("tampered"), 0o644)
+			return d
+		}, trusted, "files changed", "changed echo.wasm"},
+		{"file removed", func() string {
+			d := signed()
+			os.Remove(filepath.Join(d, "sub", "notes.md"))
+			return d
+		}, trusted, "files changed", "removed sub/notes.md"},
+		{"garbage signature", func() string {
+			d := signed()
+			os.WriteFile(filepath.Join(d, toolpack.SignatureFile), []byte("-----BEGIN SSH SIGNATURE-----\nAAAA\n-----END SSH SIGNATURE-----\n"), 0o644)
+			return d
+		}, trusted, "bad signature", "not an SSH signature"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := toolpack.Verify(tc.dir(), tc.trusted, time.Now())
+			ve, ok := err.(*toolpack.VerifyError)
+			if !ok || ve.Reason != tc.reason || !strings.Contains(ve.Detail, tc.detail) {
+				t.Fatalf("got %v, want %s: …%s…", err, tc.reason, tc.detail)
+			}
+		})
+	}
+	// Another namespace, signed by ssh-keygen itself.
+	d := newPack(t)
+	toolpack.WriteIndex(d)
+	exec.Command(kg, "-Y", "sign", "-n", "file", "-f", key, filepath.Join(d, toolpack.IndexFile)).Run()
+	if _, err := toolpack.Verify(d, trusted, time.Now()); err == nil || !strings.Contains(err.Error(), `namespace "file"`) {
+		t.Fatalf("other namespace: %v", err)
+	}
+}
+
+// TestAllowedSignersErrors pins that options this host does not enforce
+// are rejected, never ignored.
+func TestAllowedSignersErrors(t *testing.T) {
+	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIh1ZpHKmWuT8NDW6Ijvpk3vHw+RzbUrq4Hxf9n1UVRh"
+	for line, want := range map[string]string{
+		"alice cert-authority " + key:      `option "cert-authority" is not supported`,
+		"alice " + "ssh-ed25519 notbase64": "key:",
+		"alice valid-after=2020 " + key:    "valid-after",
+		"alice,bob namespaces=\"a,b\"":     "no key after the options",
+		"onlyprincipal":                    "want: principals",
+	} {
+		if _, err := toolpack.ParseAllowedSigners([]string{line}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", line, err, want)
+		}
+	}
+	s, err := toolpack.ParseAllowedSigners([]string{"# comment", "", `alice@x,bob namespaces="agenthost-toolpack,git" ` + key + " comment"})
+	if err != nil || len(s) != 1 || len(s[0].Principals) != 2 || len(s[0].Namespaces) != 2 {
+		t.Fatalf("%+v %v", s, err)
+	}
+}
+
+// TestPackReproducible packs a signed folder twice (byte-identical),
+// unpacks it and verifies the result; a hostile archive does not unpack.
+func TestPackReproducible(t *testing.T) {
+	kg := needSSHKeygen(t)
+	key, pub := newKey(t, kg, "alice")
+	signer, _ := toolpack.LoadPrivateKey(key)
+	dir := newPack(t)
+	if _, err := toolpack.Sign(dir, signer); err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if _, err := toolpack.Pack(dir, &a); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // a second later: times must not leak in
+	os.Chtimes(filepath.Join(dir, "echo.wasm"), time.Now(), time.Now())
+	if _, err := toolpack.Pack(dir, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatal("two packs of the same folder differ")
+	}
+	out := filepath.Join(t.TempDir(), "x")
+	if err := toolpack.Unpack(bytes.NewReader(a.Bytes()), out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := toolpack.Verify(out, signers(t, "alice "+pub), time.Now()); err != nil {
+		t.Fatalf("the unpacked folder: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "echo.wasm"), []byte("changed"), 0o644)
+	if _, err := toolpack.Pack(dir, io.Discard); err == nil || !strings.Contains(err.Error(), "sign it again") {
+		t.Fatalf("packing a changed signed folder: %v", err)
+	}
+	for name, entry := range map[string]*tar.Header{
+		"dotdot":   {Name: "../evil", Typeflag: tar.TypeReg, Mode: 0o644},
+		"absolute": {Name: "/etc/evil", Typeflag: tar.TypeReg, Mode: 0o644},
+		"symlink":  {Name: "link", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"},
+	} {
+		var buf bytes.Buffer
+		gz := gzip.NewWriter(&buf)
+		tw := tar.NewWriter(gz)
+		tw.WriteHeader(entry)
+		tw.Close()
+		gz.Close()
+		if err := toolpack.Unpack(&buf, filepath.Join(t.TempDir(), "y")); err == nil {
+			t.Errorf("%s: unpacked", name)
+		}
+	}
+}
