@@ -31,11 +31,7 @@ func TestToolsDoc(t *testing.T) {
 	var tools []*manifest.Tool
 	pack := map[*manifest.Tool]string{}
 	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tl, err := manifest.Parse(b, p)
+		tl, err := registry.LoadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
