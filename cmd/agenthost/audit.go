@@ -4,15 +4,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/agenthost/agenthost/host/audit"
 )
 
 func auditCommand() command {
 	return command{
-		name: "audit", usage: "audit [--format text|json|markdown] [--fail-on low|medium|high]", summary: "requested vs granted capabilities, denials and risk flags per tool",
+		name: "audit", usage: "audit [--diff OLD] [--format text|json|markdown|html] [--fail-on low|medium|high]", summary: "requested vs granted capabilities, denials and risk flags per tool; --diff: what the toolpacks ask for beyond an older version",
 		flags: func(fs *flag.FlagSet, e *env) {
-			fs.StringVar(&e.format, "format", "text", "output format: text, json or markdown")
+			fs.StringVar(&e.format, "format", "text", "output format: text, json or markdown (and html with --diff)")
+			fs.StringVar(&e.diff, "diff", "", "compare with the old version: a toolpack `DIR` or NAME.tar.gz, audited under the same policy")
 			fs.StringVar(&e.failOn, "fail-on", "", "exit 1 when a finding is at or above this `LEVEL`: low, medium or high")
 		},
 		run: runAudit,
@@ -23,10 +25,11 @@ func runAudit(ctx context.Context, e *env, args []string) error {
 	if len(args) != 0 {
 		return usageError{"audit takes no arguments"}
 	}
-	switch e.format {
-	case "text", "json", "markdown":
+	switch {
+	case e.format == "text", e.format == "json", e.format == "markdown":
+	case e.format == "html" && e.diff != "":
 	default:
-		return usageError{"--format must be text, json or markdown"}
+		return usageError{"--format must be text, json or markdown (or html with --diff)"}
 	}
 	var gate audit.Severity
 	if e.failOn != "" {
@@ -35,6 +38,9 @@ func runAudit(ctx context.Context, e *env, args []string) error {
 			return usageError{"--fail-on: " + err.Error()}
 		}
 		gate = s
+	}
+	if e.diff != "" {
+		return runAuditDiff(ctx, e, gate)
 	}
 	h, err := e.newHost(ctx)
 	if err != nil {
@@ -57,6 +63,40 @@ func runAudit(ctx context.Context, e *env, args []string) error {
 	}
 	if len(h.Failures()) > 0 {
 		return exitError{1}
+	}
+	return nil
+}
+
+// runAuditDiff audits the old version (--diff) and the current folders
+// under one policy and writes what the new ones ask for beyond the old.
+func runAuditDiff(ctx context.Context, e *env, gate audit.Severity) error {
+	h, err := e.newHost(ctx)
+	if err != nil {
+		return err
+	}
+	defer h.Close(ctx)
+	cur := h.Audit()
+	saved := e.dirs
+	e.dirs = multiFlag{e.diff}
+	old, err := e.newHost(ctx)
+	e.dirs = saved
+	if err != nil {
+		return err
+	}
+	defer old.Close(ctx)
+	d := audit.Diff(old.Audit(), cur, e.diff, strings.Join(e.toolDirs(), ", "))
+	if err := d.Write(e.stdout, e.format); err != nil {
+		return err
+	}
+	if gate != 0 {
+		if found := d.AtOrAbove(gate); len(found) > 0 {
+			w := e.messages()
+			fmt.Fprintf(w, "agenthost: audit --diff: %d change(s) at or above %s:\n", len(found), gate)
+			for _, f := range found {
+				fmt.Fprintf(w, "  %s\n", escapeText(f.String()))
+			}
+			return exitError{1}
+		}
 	}
 	return nil
 }

@@ -59,6 +59,7 @@ type env struct {
 	profile      string
 	out, key     string
 	trusted      string
+	diff         string
 	// set holds the flags given on the command line (a profile's values
 	// yield to them).
 	set map[string]bool

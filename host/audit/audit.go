@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,6 +86,8 @@ type Tool struct {
 	// reach is its nodes'.
 	Calls []string `json:"calls,omitempty"`
 	Reach *Reach   `json:"reach,omitempty"`
+	// Imports are a wasm module's imports ("wasi_snapshot_preview1.fd_write").
+	Imports []string `json:"imports,omitempty"`
 }
 
 // Reach is the union of the grants of the tools a workflow calls.
@@ -178,6 +181,8 @@ const (
 	RiskWidened        = "enforced coarser than granted"
 	RiskNativeCode     = "runs native code"
 	RiskInProcess      = "in-process, trusted"
+	RiskImportsSockets = "imports sockets without a network grant"
+	RiskImportsHTTP    = "imports http_request without a granted host"
 )
 
 // LongTimeout is the timeout from which an unmetered WASM tool is flagged
@@ -298,10 +303,42 @@ func buildTool(t *manifest.Tool, g *policy.Grant, path string, env Environment) 
 		}
 	}
 	out.Risks = risks(t, g, env)
+	if p := t.ModulePath(); p != "" {
+		if b, err := os.ReadFile(p); err == nil {
+			out.Imports, _ = Imports(b)
+		}
+		out.Risks = append(out.Risks, importRisks(out.Imports, len(g.Hosts) > 0)...)
+	}
 	if t.Handler.Type == manifest.HandlerWorkflow {
 		if w, err := workflow.Load(t.WorkflowFile()); err == nil {
 			out.Calls = w.Tools()
 		}
+	}
+	return out
+}
+
+// importRisks flags imports the grant gives no use: sockets (WASI
+// preview 1 sock_*) or Extism's http_request without a granted host. The
+// calls would be refused; the reviewer learns the module wants them.
+func importRisks(imports []string, hasHosts bool) []Risk {
+	if hasHosts {
+		return nil
+	}
+	var socks, http []string
+	for _, im := range imports {
+		switch {
+		case strings.HasPrefix(im, "wasi_snapshot_preview1.sock_"):
+			socks = append(socks, im)
+		case im == "extism:host/env.http_request":
+			http = append(http, im)
+		}
+	}
+	var out []Risk
+	if len(socks) > 0 {
+		out = append(out, Risk{RiskImportsSockets, strings.Join(socks, ", ")})
+	}
+	if len(http) > 0 {
+		out = append(out, Risk{RiskImportsHTTP, strings.Join(http, ", ")})
 	}
 	return out
 }

@@ -50,7 +50,7 @@ func SeverityOf(flag string) Severity {
 	switch flag {
 	case RiskWorkspaceWrite, RiskPrivate, RiskSecrets, RiskDegraded, RiskUnpinned:
 		return SeverityHigh
-	case RiskNetwork, RiskWildcardHost, RiskWidened, RiskNoFuel, RiskNativeCode:
+	case RiskNetwork, RiskWildcardHost, RiskWidened, RiskNoFuel, RiskNativeCode, RiskImportsSockets, RiskImportsHTTP:
 		return SeverityMedium
 	}
 	return SeverityLow
