@@ -71,7 +71,7 @@ func commands() []command {
 		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
 		runCommand(), schemaCommand(), mcpCommand(), testCommand(), cacheCommand(),
-		packCommand(), signCommand(), verifyCommand(), versionCommand(),
+		packCommand(), signCommand(), verifyCommand(), pushCommand(), pullCommand(), versionCommand(),
 	}
 }
 
@@ -293,12 +293,17 @@ func (e *env) newHost(ctx context.Context, tools ...host.Tool) (*host.Host, erro
 		return nil, err
 	}
 	dirs := append([]string(nil), e.toolDirs()...)
+	explicit := e.cacheDir
+	if explicit == "" {
+		explicit = p.CacheDir
+	}
 	for i, d := range dirs {
-		if strings.HasSuffix(d, archiveSuffix) {
-			explicit := e.cacheDir
-			if explicit == "" {
-				explicit = p.CacheDir
+		switch {
+		case strings.HasPrefix(d, ociPrefix):
+			if dirs[i], err = e.ociDir(ctx, d, explicit); err != nil {
+				return nil, err
 			}
+		case strings.HasSuffix(d, archiveSuffix):
 			if dirs[i], err = e.archiveDir(d, explicit); err != nil {
 				return nil, err
 			}

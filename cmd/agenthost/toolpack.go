@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host/cache"
+	"github.com/agenthost/agenthost/host/ocipack"
 	"github.com/agenthost/agenthost/host/toolpack"
 	"golang.org/x/crypto/ssh"
 )
@@ -193,6 +195,130 @@ func (e *env) archiveDir(archive, cacheExplicit string) (string, error) {
 		return "", fmt.Errorf("%s: %w", archive, err)
 	}
 	if err := os.Rename(filepath.Join(tmp, "pack"), dest); err != nil && !errors.Is(err, os.ErrExist) {
+		if _, serr := os.Stat(dest); serr != nil {
+			return "", err
+		}
+	}
+	return dest, nil
+}
+
+// ociPrefix marks a --dir that is a toolpack in an OCI registry.
+const ociPrefix = "oci://"
+
+func pushCommand() command {
+	return command{
+		name: "push", usage: "push DIR|NAME.tar.gz REGISTRY/REPOSITORY:TAG",
+		summary: "push a toolpack to an OCI registry (its signature attached as a referrer); prints the digest to pin",
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 2 {
+				return usageError{"push takes a folder or archive and a reference (registry/repository:tag)"}
+			}
+			archive, err := archiveBytes(args[0])
+			if err != nil {
+				return err
+			}
+			digest, err := ocipack.Push(ctx, archive, args[1], ocipack.Options{})
+			if err != nil {
+				return err
+			}
+			name := args[1]
+			if i := strings.LastIndex(args[1], ":"); i > strings.LastIndex(args[1], "/") {
+				name = args[1][:i]
+			}
+			fmt.Fprintf(e.stdout, "pushed %s\npin it as: %s@%s\n", args[1], name, digest)
+			return nil
+		},
+	}
+}
+
+func pullCommand() command {
+	return command{
+		name: "pull", usage: "pull REGISTRY/REPOSITORY@sha256:…|:TAG -o DIR",
+		summary: "fetch a toolpack from an OCI registry into a new folder (with its attached signature)",
+		flags: func(fs *flag.FlagSet, e *env) {
+			fs.StringVar(&e.out, "o", "", "the folder `DIR` to create")
+		},
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 1 || e.out == "" {
+				return usageError{"pull takes one reference and -o DIR"}
+			}
+			digest, err := pullInto(ctx, args[0], false, e.out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "pulled %s (%s) into %s\n", args[0], digest, e.out)
+			return nil
+		},
+	}
+}
+
+// archiveBytes packs a folder in memory, or reads an archive.
+func archiveBytes(path string) ([]byte, error) {
+	if strings.HasSuffix(path, archiveSuffix) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		return b, nil
+	}
+	var buf bytes.Buffer
+	if _, err := toolpack.Pack(path, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// pullInto fetches ref and unpacks it into dest (which must not exist),
+// adding the newest attached signature when the archive holds none.
+func pullInto(ctx context.Context, ref string, pinned bool, dest string) (string, error) {
+	p, err := ocipack.Pull(ctx, ref, pinned, ocipack.Options{})
+	if err != nil {
+		return "", err
+	}
+	if err := toolpack.Unpack(bytes.NewReader(p.Archive), dest); err != nil {
+		return "", err
+	}
+	sigPath := filepath.Join(dest, toolpack.SignatureFile)
+	if _, err := os.Stat(sigPath); errors.Is(err, os.ErrNotExist) && len(p.Signatures) > 0 {
+		if err := os.WriteFile(sigPath, p.Signatures[len(p.Signatures)-1], 0o644); err != nil {
+			return "", err
+		}
+	}
+	return p.Digest, nil
+}
+
+// ociDir returns the folder a --dir oci://REF@sha256:… is pulled into:
+// under the cache, named by the digest, fetched once (and verified on
+// every load when the policy requires signatures).
+func (e *env) ociDir(ctx context.Context, ref, cacheExplicit string) (string, error) {
+	ref = strings.TrimPrefix(ref, ociPrefix)
+	_, digest, ok := strings.Cut(ref, "@")
+	if !ok || !strings.HasPrefix(digest, "sha256:") || len(digest) != len("sha256:")+64 {
+		return "", usageError{fmt.Sprintf("--dir %s%s: pin the toolpack by digest (oci://registry/repository@sha256:…); a tag can move after review", ociPrefix, ref)}
+	}
+	root, err := cache.Resolve(cacheExplicit)
+	if err != nil {
+		return "", usageError{err.Error()}
+	}
+	if err := cache.Secure(root); err != nil {
+		return "", usageError{err.Error()}
+	}
+	dest := filepath.Join(root, "toolpacks", "oci-"+strings.TrimPrefix(digest, "sha256:"))
+	if _, err := os.Stat(dest); err == nil {
+		return dest, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dest), ".pull-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := pullInto(ctx, ref, true, filepath.Join(tmp, "pack")); err != nil {
+		return "", err
+	}
+	if err := os.Rename(filepath.Join(tmp, "pack"), dest); err != nil {
 		if _, serr := os.Stat(dest); serr != nil {
 			return "", err
 		}

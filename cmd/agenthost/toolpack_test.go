@@ -7,12 +7,18 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/registry"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/agenthost/agenthost/host/toolpack"
 )
 
 // TestSignPackVerify drives sign, pack (twice: byte-identical), verify
@@ -96,5 +102,53 @@ func TestSignPackVerify(t *testing.T) {
 	os.WriteFile(filepath.Join(pack, "echo.wasm"), []byte("tampered"), 0o644)
 	if code, out := cli("verify", pack, "--trusted", allowed); code != 1 || !strings.Contains(out, "changed echo.wasm") {
 		t.Errorf("tampered: %d %s", code, out)
+	}
+}
+
+// TestPushPullCLI pushes a signed toolpack to a registry on loopback,
+// loads it with --dir oci://…@digest under a policy requiring signatures,
+// refuses an unpinned --dir, and pulls it into a folder that verifies.
+func TestPushPullCLI(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	reg := strings.TrimPrefix(srv.URL, "http://")
+	tmp := t.TempDir()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	line := "reviewer " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+	pack := filepath.Join(tmp, "core")
+	copyFiles(t, "core", pack, "echo.tool.json", "echo.wasm")
+	if _, err := toolpack.Sign(pack, signer); err != nil {
+		t.Fatal(err)
+	}
+	quoted, _ := json.Marshal(line)
+	policy := filepath.Join(tmp, "policy.json")
+	os.WriteFile(policy, []byte(`{"requireSignature": true, "trustedKeys": [`+string(quoted)+`]}`), 0o644)
+	cli := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"--policy", policy, "--cache-dir", filepath.Join(tmp, "cache")}, args...), strings.NewReader(""), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	code, out := cli("push", pack, reg+"/packs/core:1.0.0")
+	if code != 0 {
+		t.Fatalf("push: %d %s", code, out)
+	}
+	_, pinned, _ := strings.Cut(out, "pin it as: ")
+	pinned = strings.TrimSpace(pinned)
+	if !strings.Contains(pinned, "@sha256:") {
+		t.Fatalf("push said %s", out)
+	}
+	if code, out := cli("--dir", "oci://"+pinned, "invoke", "core:echo", `{"o":1}`); code != 0 || !strings.Contains(out, `"o": 1`) {
+		t.Fatalf("--dir oci://: %d %s", code, out)
+	}
+	if code, out := cli("--dir", "oci://"+reg+"/packs/core:1.0.0", "list"); code != 2 || !strings.Contains(out, "pin the toolpack by digest") {
+		t.Fatalf("unpinned: %d %s", code, out)
+	}
+	dest := filepath.Join(tmp, "pulled")
+	if code, out := cli("pull", reg+"/packs/core:1.0.0", "-o", dest); code != 0 {
+		t.Fatalf("pull: %d %s", code, out)
+	}
+	if code, out := cli("verify", dest); code != 0 || !strings.Contains(out, "signed by reviewer") {
+		t.Fatalf("verify the pulled folder: %d %s", code, out)
 	}
 }
