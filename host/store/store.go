@@ -1,0 +1,237 @@
+// Package store keeps what `agenthost serve` must not lose: sessions and
+// their messages (the content as text; a tool message's structured
+// result in its metadata, under tool_agent_output). Every method takes
+// the tenant, and every query is scoped by it: one tenant's IDs are
+// ErrNotFound to another.
+//
+// The default backend is SQLite (modernc.org/sqlite, pure Go): one file,
+// write-ahead log, versioned migrations applied in a transaction at
+// open. A message is durable once AppendMessage returns.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+)
+
+// Limits on what a message may hold.
+const (
+	MaxContent  = 1 << 20
+	MaxMetadata = 4 << 20
+)
+
+// ErrNotFound is a session the tenant does not have.
+var ErrNotFound = errors.New("not found")
+
+// Session is one conversation of a tenant with an agent profile.
+type Session struct {
+	ID      string    `json:"id"`
+	Tenant  string    `json:"-"`
+	Profile string    `json:"profile"`
+	Created time.Time `json:"created"`
+}
+
+// Message is one message of a session, numbered from 1 in order.
+type Message struct {
+	Seq      int64           `json:"seq"`
+	Role     string          `json:"role"`
+	Content  string          `json:"content"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Created  time.Time       `json:"created"`
+}
+
+// Store is a SQLite database of sessions and messages.
+type Store struct {
+	db *sql.DB
+}
+
+// migrations are applied in order; the schema_version table says how far.
+var migrations = []string{
+	`CREATE TABLE sessions (
+		id TEXT PRIMARY KEY,
+		tenant TEXT NOT NULL,
+		profile TEXT NOT NULL,
+		created INTEGER NOT NULL
+	);
+	CREATE INDEX sessions_tenant ON sessions(tenant);
+	CREATE TABLE messages (
+		session TEXT NOT NULL REFERENCES sessions(id),
+		seq INTEGER NOT NULL,
+		role TEXT NOT NULL,
+		content TEXT NOT NULL,
+		metadata TEXT,
+		created INTEGER NOT NULL,
+		PRIMARY KEY (session, seq)
+	);`,
+}
+
+// Open opens (creating if needed) the SQLite database at path and applies
+// the migrations it lacks.
+func Open(ctx context.Context, path string) (*Store, error) {
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	// One connection: SQLite has one writer, and appends must number
+	// messages without racing.
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return err
+	}
+	var v int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v); err != nil {
+		return err
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("the database is at schema version %d; this agenthost knows %d", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, i+1); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping checks the database answers (for readiness).
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+func newID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// CreateSession starts a session of tenant with profile.
+func (s *Store) CreateSession(ctx context.Context, tenant, profile string) (Session, error) {
+	if tenant == "" {
+		return Session{}, errors.New("store: no tenant")
+	}
+	ses := Session{ID: newID(), Tenant: tenant, Profile: profile, Created: time.Now().UTC().Truncate(time.Millisecond)}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, tenant, profile, created) VALUES (?, ?, ?, ?)`, ses.ID, tenant, profile, ses.Created.UnixMilli())
+	if err != nil {
+		return Session{}, fmt.Errorf("store: %w", err)
+	}
+	return ses, nil
+}
+
+// Session returns the tenant's session id, or ErrNotFound.
+func (s *Store) Session(ctx context.Context, tenant, id string) (Session, error) {
+	ses := Session{ID: id, Tenant: tenant}
+	var ms int64
+	err := s.db.QueryRowContext(ctx, `SELECT profile, created FROM sessions WHERE id = ? AND tenant = ?`, id, tenant).Scan(&ses.Profile, &ms)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, ErrNotFound
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("store: %w", err)
+	}
+	ses.Created = time.UnixMilli(ms).UTC()
+	return ses, nil
+}
+
+// AppendMessage adds m to the tenant's session (Seq and Created are
+// set) and returns it once it is durable.
+func (s *Store) AppendMessage(ctx context.Context, tenant, session string, m Message) (Message, error) {
+	if len(m.Content) > MaxContent {
+		return Message{}, fmt.Errorf("store: the content is %d bytes; the limit is %d", len(m.Content), MaxContent)
+	}
+	if len(m.Metadata) > 0 {
+		if len(m.Metadata) > MaxMetadata {
+			return Message{}, fmt.Errorf("store: the metadata is %d bytes; the limit is %d", len(m.Metadata), MaxMetadata)
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(m.Metadata, &obj); err != nil {
+			return Message{}, fmt.Errorf("store: the metadata is not a JSON object: %w", err)
+		}
+	}
+	switch m.Role {
+	case "user", "assistant", "tool", "system":
+	default:
+		return Message{}, fmt.Errorf("store: role %q: want user, assistant, tool or system", m.Role)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Message{}, fmt.Errorf("store: %w", err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ? AND tenant = ?`, session, tenant).Scan(&n); err != nil {
+		return Message{}, fmt.Errorf("store: %w", err)
+	}
+	if n == 0 {
+		return Message{}, ErrNotFound
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session = ?`, session).Scan(&m.Seq); err != nil {
+		return Message{}, fmt.Errorf("store: %w", err)
+	}
+	m.Created = time.Now().UTC().Truncate(time.Millisecond)
+	var meta any
+	if len(m.Metadata) > 0 {
+		meta = string(m.Metadata)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (session, seq, role, content, metadata, created) VALUES (?, ?, ?, ?, ?, ?)`,
+		session, m.Seq, m.Role, m.Content, meta, m.Created.UnixMilli()); err != nil {
+		return Message{}, fmt.Errorf("store: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Message{}, fmt.Errorf("store: %w", err)
+	}
+	return m, nil
+}
+
+// Messages returns the tenant's session's messages in order.
+func (s *Store) Messages(ctx context.Context, tenant, session string) ([]Message, error) {
+	if _, err := s.Session(ctx, tenant, session); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, role, content, metadata, created FROM messages WHERE session = ? ORDER BY seq`, session)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	defer rows.Close()
+	out := []Message{}
+	for rows.Next() {
+		var m Message
+		var meta sql.NullString
+		var ms int64
+		if err := rows.Scan(&m.Seq, &m.Role, &m.Content, &meta, &ms); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		if meta.Valid {
+			m.Metadata = json.RawMessage(meta.String)
+		}
+		m.Created = time.UnixMilli(ms).UTC()
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,151 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agenthost/agenthost/host/store"
+)
+
+func open(t *testing.T, path string) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestStore pins sessions and messages: order, tenant scoping (another
+// tenant gets ErrNotFound for every ID), bad input, concurrent appends
+// without a lost or repeated number, and identical history after a
+// restart.
+func TestStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "agenthost.db")
+	s := open(t, path)
+	ses, err := s.CreateSession(ctx, "acme", "helper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := json.RawMessage(`{"tool_agent_output":{"tool_name":"core__echo","status":"success"}}`)
+	for _, m := range []store.Message{{Role: "user", Content: "hi"}, {Role: "tool", Content: `{"a":1}`, Metadata: meta}, {Role: "assistant", Content: "done"}} {
+		if _, err := s.AppendMessage(ctx, "acme", ses.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, f := range map[string]func() error{
+		"session":  func() error { _, err := s.Session(ctx, "other", ses.ID); return err },
+		"messages": func() error { _, err := s.Messages(ctx, "other", ses.ID); return err },
+		"append": func() error {
+			_, err := s.AppendMessage(ctx, "other", ses.ID, store.Message{Role: "user", Content: "x"})
+			return err
+		},
+	} {
+		if err := f(); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("another tenant's %s: %v", name, err)
+		}
+	}
+	for name, m := range map[string]store.Message{
+		"role":     {Role: "root", Content: "x"},
+		"metadata": {Role: "tool", Content: "x", Metadata: json.RawMessage(`[1`)},
+		"huge":     {Role: "user", Content: strings.Repeat("x", store.MaxContent+1)},
+	} {
+		if _, err := s.AppendMessage(ctx, "acme", ses.ID, m); err == nil {
+			t.Errorf("%s: appended", name)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 10 {
+				if _, err := s.AppendMessage(ctx, "acme", ses.ID, store.Message{Role: "user", Content: "c"}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	before, err := s.Messages(ctx, "acme", ses.ID)
+	if err != nil || len(before) != 83 {
+		t.Fatalf("%d messages, %v", len(before), err)
+	}
+	for i, m := range before {
+		if m.Seq != int64(i+1) {
+			t.Fatalf("message %d has seq %d", i, m.Seq)
+		}
+	}
+	s.Close()
+	s2 := open(t, path)
+	defer s2.Close()
+	after, err := s2.Messages(ctx, "acme", ses.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(before)
+	b, _ := json.Marshal(after)
+	if string(a) != string(b) || string(after[1].Metadata) != string(meta) {
+		t.Fatal("history differs after a restart")
+	}
+}
+
+// TestCrash kills a process that is appending (SIGKILL) and checks that
+// every message it was told was stored is there, in order.
+func TestCrash(t *testing.T) {
+	if os.Getenv("AGENTHOST_STORE_CHILD") != "" {
+		ctx := context.Background()
+		s := open(t, os.Getenv("AGENTHOST_STORE_CHILD"))
+		ses, _ := s.CreateSession(ctx, "t", "p")
+		os.Stdout.WriteString(ses.ID + "\n")
+		for {
+			m, err := s.AppendMessage(ctx, "t", ses.ID, store.Message{Role: "user", Content: "m"})
+			if err != nil {
+				os.Exit(3)
+			}
+			os.Stdout.WriteString(strconv.FormatInt(m.Seq, 10) + "\n")
+		}
+	}
+	path := filepath.Join(t.TempDir(), "crash.db")
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestCrash$")
+	cmd.Env = append(os.Environ(), "AGENTHOST_STORE_CHILD="+path)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var buf []byte
+	chunk := make([]byte, 4096)
+	for strings.Count(string(buf), "\n") < 50 {
+		n, err := out.Read(chunk)
+		if err != nil {
+			t.Fatalf("child: %v (%s)", err, buf)
+		}
+		buf = append(buf, chunk[:n]...)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	lines := strings.Split(strings.TrimSpace(string(buf)), "\n")
+	sesID, acked := lines[0], lines[len(lines)-2] // the last line may be partial
+	s := open(t, path)
+	defer s.Close()
+	msgs, err := s.Messages(context.Background(), "t", sesID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(acked)
+	if len(msgs) < n || n < 48 {
+		t.Fatalf("%d messages survived; %d were acknowledged", len(msgs), n)
+	}
+	for i, m := range msgs {
+		if m.Seq != int64(i+1) {
+			t.Fatalf("gap at %d", i)
+		}
+	}
+}
