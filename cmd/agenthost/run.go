@@ -60,6 +60,7 @@ type env struct {
 	out, key     string
 	trusted      string
 	diff         string
+	serve        serveFlags
 	// set holds the flags given on the command line (a profile's values
 	// yield to them).
 	set map[string]bool
@@ -70,7 +71,7 @@ func commands() []command {
 	return []command{
 		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
-		runCommand(), schemaCommand(), mcpCommand(), testCommand(), cacheCommand(),
+		runCommand(), schemaCommand(), mcpCommand(), serveCommand(), testCommand(), cacheCommand(),
 		packCommand(), signCommand(), verifyCommand(), pushCommand(), pullCommand(), versionCommand(),
 	}
 }

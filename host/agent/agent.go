@@ -58,6 +58,9 @@ type Options struct {
 	// MaxIterations caps the model turns (default 20); reaching it ends
 	// the run with status partial.
 	MaxIterations int
+	// History is the conversation so far (user and assistant turns),
+	// sent between the system prompt and the task.
+	History []llm.Message
 	// Tools, when set, are the only tool IDs the model sees (others are
 	// unknown to it); nil means every tool the host lets a model call.
 	Tools []string
@@ -67,11 +70,17 @@ type Options struct {
 
 // Event is one step of a run, for progress output.
 type Event struct {
-	Kind     string        `json:"kind"` // "model" or "tool"
-	Text     string        `json:"text,omitempty"`
-	Tool     string        `json:"tool,omitempty"`
-	Status   string        `json:"status,omitempty"`
-	Duration time.Duration `json:"duration"`
+	// Kind is "model" (a model turn; Text is its text), "tool_start" (a
+	// call begins: Tool, CallID, Args) or "tool" (it ended: Status,
+	// Duration and Step, its record).
+	Kind     string           `json:"kind"`
+	Text     string           `json:"text,omitempty"`
+	Tool     string           `json:"tool,omitempty"`
+	CallID   string           `json:"callId,omitempty"`
+	Args     json.RawMessage  `json:"args,omitempty"`
+	Status   string           `json:"status,omitempty"`
+	Duration time.Duration    `json:"duration"`
+	Step     *ToolAgentOutput `json:"step,omitempty"`
 }
 
 // ToolAgentOutput is the canonical record of one tool call. The model
@@ -120,7 +129,8 @@ func Run(ctx context.Context, h *host.Host, task string, o Options) (Result, err
 	if err := r.tools(); err != nil {
 		return Result{}, err
 	}
-	r.msgs = []llm.Message{{Role: llm.RoleSystem}, {Role: llm.RoleUser, Content: task}}
+	r.msgs = append([]llm.Message{{Role: llm.RoleSystem}}, o.History...)
+	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: task})
 	for r.res.Iterations < o.MaxIterations {
 		r.res.Iterations++
 		r.msgs[0].Content = r.system()
@@ -289,6 +299,8 @@ func (r *run) actionTurn(ctx context.Context, resp llm.Response) bool {
 		args, _ := json.Marshal(turn.Calls[i].Args)
 		out := stepOf(env.ToolID, fmt.Sprintf("action_%d_%d", r.res.Iterations, i+1), args, env)
 		out.UIHints = uiHints(r.byID[env.ToolID], env)
+		r.event(Event{Kind: "tool_start", Tool: env.ToolID, CallID: out.ToolCallID, Args: args})
+		r.event(Event{Kind: "tool", Tool: env.ToolID, CallID: out.ToolCallID, Status: string(env.Status), Duration: time.Duration(env.DurationMs * float64(time.Millisecond)), Step: &out})
 		r.res.Steps = append(r.res.Steps, out)
 		r.ec.record(env.ToolID, args, env)
 	}
@@ -311,6 +323,7 @@ func (r *run) callTool(ctx context.Context, callID, name, rawArgs string) (ToolA
 	}
 	var env abi.Envelope
 	start := time.Now()
+	r.event(Event{Kind: "tool_start", Tool: name, CallID: callID, Args: args})
 	switch {
 	case !ok:
 		env = abi.Failure(name, abi.Errorf(abi.CodeUnknownTool, "unknown tool '%s'; the tools are: %s", name, strings.Join(wireNames(r.defs), ", ")))
@@ -326,14 +339,14 @@ func (r *run) callTool(ctx context.Context, callID, name, rawArgs string) (ToolA
 			env = r.h.Call(ctx, id, args)
 		}
 	}
-	r.event(Event{Kind: "tool", Tool: name, Status: string(env.Status), Duration: time.Since(start)})
+	out := stepOf(name, callID, args, env)
+	out.UIHints = uiHints(r.byID[id], env)
+	r.event(Event{Kind: "tool", Tool: name, CallID: callID, Status: string(env.Status), Duration: time.Since(start), Step: &out})
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ok {
 		r.ec.record(id, args, env)
 	}
-	out := stepOf(name, callID, args, env)
-	out.UIHints = uiHints(r.byID[id], env)
 	text := string(env.Output)
 	if env.Error != nil {
 		text = observation.Error(name, env.Error)

@@ -133,10 +133,27 @@ func newID() string {
 
 // CreateSession starts a session of tenant with profile.
 func (s *Store) CreateSession(ctx context.Context, tenant, profile string) (Session, error) {
+	return s.CreateSessionID(ctx, tenant, profile, newID())
+}
+
+// ErrTaken is a session ID that exists already (possibly another
+// tenant's: callers answer as for ErrNotFound).
+var ErrTaken = errors.New("session id taken")
+
+// CreateSessionID starts a session with a caller-chosen ID (an AG-UI
+// thread ID).
+func (s *Store) CreateSessionID(ctx context.Context, tenant, profile, id string) (Session, error) {
 	if tenant == "" {
 		return Session{}, errors.New("store: no tenant")
 	}
-	ses := Session{ID: newID(), Tenant: tenant, Profile: profile, Created: time.Now().UTC().Truncate(time.Millisecond)}
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ?`, id).Scan(&n); err != nil {
+		return Session{}, fmt.Errorf("store: %w", err)
+	}
+	if n > 0 {
+		return Session{}, ErrTaken
+	}
+	ses := Session{ID: id, Tenant: tenant, Profile: profile, Created: time.Now().UTC().Truncate(time.Millisecond)}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, tenant, profile, created) VALUES (?, ?, ?, ?)`, ses.ID, tenant, profile, ses.Created.UnixMilli())
 	if err != nil {
 		return Session{}, fmt.Errorf("store: %w", err)

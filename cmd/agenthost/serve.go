@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"os/signal"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/cache"
+	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/host/profile"
+	"github.com/agenthost/agenthost/host/serve"
+	"github.com/agenthost/agenthost/host/store"
+)
+
+// serveFlags are the flags of `serve`.
+type serveFlags struct {
+	addr, auth, data string
+	profiles         multiFlag
+}
+
+func serveCommand() command {
+	return command{
+		name: "serve", usage: "serve [--addr HOST:PORT] [--auth FILE] [--data DIR] [--profiles DIR]...",
+		summary: "the host over HTTP: tools, exec, MCP at /mcp, sessions and AG-UI agent runs, history, metrics",
+		flags: func(fs *flag.FlagSet, e *env) {
+			s := &e.serve
+			fs.StringVar(&s.addr, "addr", "127.0.0.1:8080", "the `HOST:PORT` to listen on (without --auth: loopback only)")
+			fs.StringVar(&s.auth, "auth", "", "tokens and tenants `FILE` (YAML or JSON); without it one tenant, loopback only, and a token printed once on stderr")
+			fs.StringVar(&s.data, "data", "", "the `DIR` of the history database (default <cache>/serve)")
+			fs.Var(&s.profiles, "profiles", "a `DIR` of agent profiles (*.profile.json, agent_profile.json) for the tenant without --auth (repeatable)")
+		},
+		run: runServe,
+	}
+}
+
+func runServe(ctx context.Context, e *env, args []string) error {
+	if len(args) != 0 {
+		return usageError{"serve takes no arguments"}
+	}
+	s := e.serve
+	host_, _, err := net.SplitHostPort(s.addr)
+	if err != nil {
+		return usageError{"--addr: " + err.Error()}
+	}
+	if s.auth == "" && !isLoopback(host_) {
+		return usageError{"without --auth, serve listens on a loopback address only (127.0.0.1, ::1, localhost)"}
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	root, err := cache.Resolve(e.cacheDir)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	data := s.data
+	if data == "" {
+		data = filepath.Join(root, "serve")
+	}
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return usageError{err.Error()}
+	}
+	st, err := store.Open(ctx, filepath.Join(data, "agenthost.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tenants := map[string]*serve.Tenant{}
+	var hosts []*host.Host
+	defer func() {
+		for _, h := range hosts {
+			h.Close(context.Background())
+		}
+	}()
+	var auth *serve.Authenticator
+	var token string
+	addTenant := func(name, policyFile string, profileDirs []string) error {
+		saved, savedCache := e.policy, e.cacheDir
+		if policyFile != "" {
+			e.policy = policyFile
+		}
+		e.cacheDir = filepath.Join(root, "tenants", name)
+		h, err := e.newHost(ctx)
+		e.policy, e.cacheDir = saved, savedCache
+		if err != nil {
+			return err
+		}
+		hosts = append(hosts, h)
+		profs, err := loadProfiles(profileDirs)
+		if err != nil {
+			return err
+		}
+		tenants[name] = &serve.Tenant{Name: name, Host: h, Profiles: profs, Provider: profileProvider}
+		return nil
+	}
+	if s.auth != "" {
+		af, err := serve.LoadAuthFile(s.auth)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		base := filepath.Dir(s.auth)
+		for name, t := range af.Tenants {
+			pol := t.Policy
+			if pol != "" && !filepath.IsAbs(pol) {
+				pol = filepath.Join(base, pol)
+			}
+			var dirs []string
+			for _, d := range t.Profiles {
+				if !filepath.IsAbs(d) {
+					d = filepath.Join(base, d)
+				}
+				dirs = append(dirs, d)
+			}
+			if err := addTenant(name, pol, dirs); err != nil {
+				return err
+			}
+		}
+		auth = serve.NewAuthenticator(af.Tokens)
+	} else {
+		if err := addTenant("default", "", s.profiles); err != nil {
+			return err
+		}
+		auth, token = serve.SingleToken("default")
+	}
+	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, Logger: e.log.Named("serve")})
+	if err != nil {
+		return err
+	}
+	defer api.Close()
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
+	msg := e.messages()
+	fmt.Fprintf(msg, "agenthost: serving on http://%s (%d tenant(s))\n", ln.Addr(), len(tenants))
+	if token != "" {
+		fmt.Fprintf(msg, "agenthost: token (shown once): %s\n", token)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(msg, "agenthost: draining")
+	api.Drain()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return api.Wait(sctx)
+}
+
+func isLoopback(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loadProfiles reads the profiles of dirs (*.profile.json and
+// agent_profile.json), by ID.
+func loadProfiles(dirs []string) (map[string]*profile.Profile, error) {
+	out := map[string]*profile.Profile{}
+	for _, d := range dirs {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		for _, ent := range entries {
+			n := ent.Name()
+			if ent.IsDir() || !(strings.HasSuffix(n, ".profile.json") || n == "agent_profile.json") {
+				continue
+			}
+			p, err := profile.Load(filepath.Join(d, n))
+			if err != nil {
+				return nil, usageError{err.Error()}
+			}
+			if prev, dup := out[p.ID]; dup {
+				return nil, usageError{fmt.Sprintf("profile %q is defined twice: %s and %s", p.ID, prev.Path, p.Path)}
+			}
+			out[p.ID] = p
+		}
+	}
+	return out, nil
+}
+
+// profileProvider builds a profile's model provider for one run (a
+// replay transcript is read afresh each time).
+func profileProvider(p *profile.Profile) (llm.Provider, string, error) {
+	m := p.Model
+	if m == nil {
+		return nil, "", fmt.Errorf("profile %s names no model", p.ID)
+	}
+	switch m.Provider {
+	case "replay":
+		path := m.Replay
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(filepath.Dir(p.Path), path)
+		}
+		r, err := llm.NewReplay(path)
+		return r, "replay", err
+	case "openai":
+		key := m.APIKeyEnv
+		if key == "" {
+			key = "OPENAI_API_KEY"
+		}
+		base := m.BaseURL
+		if base == "" {
+			base = "https://api.openai.com/v1"
+		}
+		o, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: base, APIKeyEnv: key})
+		return o, m.Name, err
+	case "anthropic":
+		a, err := llm.NewAnthropic(llm.AnthropicConfig{BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv})
+		return a, m.Name, err
+	}
+	return nil, "", fmt.Errorf("profile %s: provider %q", p.ID, m.Provider)
+}

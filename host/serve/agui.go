@@ -1,0 +1,396 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/agenthost/agenthost/host/agent"
+	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/host/store"
+)
+
+// RunAgentInput is the AG-UI request body of POST /v1/agents/{profile}/runs
+// (threadId is the session).
+type RunAgentInput struct {
+	ThreadID       string            `json:"threadId"`
+	RunID          string            `json:"runId"`
+	State          json.RawMessage   `json:"state,omitempty"`
+	Messages       []AGUIMessage     `json:"messages"`
+	Tools          []json.RawMessage `json:"tools,omitempty"`
+	Context        []json.RawMessage `json:"context,omitempty"`
+	ForwardedProps json.RawMessage   `json:"forwardedProps,omitempty"`
+}
+
+// AGUIMessage is a message of a RunAgentInput (only id, role and text
+// content are read).
+type AGUIMessage struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content,omitempty"`
+}
+
+// AGUIEvent is one server-sent event of a run: RUN_STARTED,
+// TEXT_MESSAGE_START / _CONTENT / _END, TOOL_CALL_START / _ARGS / _END,
+// TOOL_CALL_RESULT (with ui_schema), RUN_FINISHED or RUN_ERROR.
+type AGUIEvent struct {
+	Type         string         `json:"type"`
+	ThreadID     string         `json:"threadId,omitempty"`
+	RunID        string         `json:"runId,omitempty"`
+	MessageID    string         `json:"messageId,omitempty"`
+	Role         string         `json:"role,omitempty"`
+	Delta        string         `json:"delta,omitempty"`
+	ToolCallID   string         `json:"toolCallId,omitempty"`
+	ToolCallName string         `json:"toolCallName,omitempty"`
+	Content      *string        `json:"content,omitempty"`
+	UISchema     map[string]any `json:"ui_schema,omitempty"`
+	Result       any            `json:"result,omitempty"`
+	Message      string         `json:"message,omitempty"`
+	Code         string         `json:"code,omitempty"`
+}
+
+// NewSession is the body of POST /v1/sessions.
+type NewSession struct {
+	Profile string `json:"profile"`
+}
+
+// SessionRef is the answer of POST /v1/sessions.
+type SessionRef struct {
+	ID string `json:"id"`
+}
+
+// UserMessage is the body of POST /v1/sessions/{id}/messages.
+type UserMessage struct {
+	Content string `json:"content"`
+}
+
+// HistoryMessage is a stored message as history returns it: a tool
+// message carries its ToolAgentOutput and the ui_schema compiled from
+// its ui_hints, as the live stream did.
+type HistoryMessage struct {
+	store.Message
+	ToolAgentOutput *agent.ToolAgentOutput `json:"tool_agent_output,omitempty"`
+	UISchema        map[string]any         `json:"ui_schema,omitempty"`
+}
+
+// History is the answer of GET /v1/sessions/{id}/history.
+type History struct {
+	Session  store.Session    `json:"session"`
+	Messages []HistoryMessage `json:"messages"`
+}
+
+func (s *Server) newSession(w http.ResponseWriter, r *http.Request, c *call) {
+	var req NewSession
+	if !readJSON(w, r, &req, true) {
+		return
+	}
+	if _, ok := c.tenant.Profiles[req.Profile]; !ok {
+		writeError(w, http.StatusNotFound, "UNKNOWN_PROFILE", fmt.Sprintf("no profile %q", req.Profile))
+		return
+	}
+	ses, err := s.o.Store.CreateSession(r.Context(), c.p.Tenant, req.Profile)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "STORE", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusCreated, SessionRef{ses.ID})
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request, c *call) {
+	id := r.PathValue("id")
+	ses, err := s.o.Store.Session(r.Context(), c.p.Tenant, id)
+	if err == nil {
+		var msgs []store.Message
+		if msgs, err = s.o.Store.Messages(r.Context(), c.p.Tenant, id); err == nil {
+			out := History{Session: ses, Messages: []HistoryMessage{}}
+			for _, m := range msgs {
+				hm := HistoryMessage{Message: m}
+				var meta struct {
+					Out      *agent.ToolAgentOutput `json:"tool_agent_output"`
+					UISchema map[string]any         `json:"ui_schema"`
+				}
+				if len(m.Metadata) > 0 && json.Unmarshal(m.Metadata, &meta) == nil {
+					hm.ToolAgentOutput, hm.UISchema = meta.Out, meta.UISchema
+				}
+				out.Messages = append(out.Messages, hm)
+			}
+			writeJSON(w, http.StatusOK, out)
+			return
+		}
+	}
+	s.storeError(w, err)
+}
+
+func (s *Server) storeError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTaken) {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "no such session")
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "STORE", err.Error())
+}
+
+// postMessage runs the session's agent on a user message, answering with
+// the AG-UI stream.
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *call) {
+	var req UserMessage
+	if !readJSON(w, r, &req, true) {
+		return
+	}
+	ses, err := s.o.Store.Session(r.Context(), c.p.Tenant, r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	s.runStream(w, r, c, ses, req.Content, "run-"+strconv.FormatInt(seq.Add(1), 10))
+}
+
+var seq atomic.Int64
+
+// agentRun is the AG-UI endpoint.
+func (s *Server) agentRun(w http.ResponseWriter, r *http.Request, c *call) {
+	var in RunAgentInput
+	if !readJSON(w, r, &in, false) {
+		return
+	}
+	prof := r.PathValue("profile")
+	if _, ok := c.tenant.Profiles[prof]; !ok {
+		writeError(w, http.StatusNotFound, "UNKNOWN_PROFILE", fmt.Sprintf("no profile %q", prof))
+		return
+	}
+	if !validID(in.ThreadID) || (in.RunID != "" && !validID(in.RunID)) {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENTS", "threadId (and runId) must be 1 to 128 letters, digits, '.', '_' or '-'")
+		return
+	}
+	if len(in.Tools) > 0 {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENTS", "client-side tools are not supported: the agent's tools are its profile's")
+		return
+	}
+	task := ""
+	for _, m := range in.Messages {
+		if m.Role == "user" {
+			task = textOf(m.Content)
+		}
+	}
+	if strings.TrimSpace(task) == "" {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENTS", "messages hold no user message with text")
+		return
+	}
+	ses, err := s.o.Store.Session(r.Context(), c.p.Tenant, in.ThreadID)
+	if errors.Is(err, store.ErrNotFound) {
+		ses, err = s.o.Store.CreateSessionID(r.Context(), c.p.Tenant, prof, in.ThreadID)
+	}
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	if in.RunID == "" {
+		in.RunID = "run-" + strconv.FormatInt(seq.Add(1), 10)
+	}
+	ses.Profile = prof
+	s.runStream(w, r, c, ses, task, in.RunID)
+}
+
+// textOf reads an AG-UI message content: a string, or parts with text.
+func textOf(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) == nil {
+		var b strings.Builder
+		for _, p := range parts {
+			b.WriteString(p.Text)
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// runStream runs the agent of ses on task and streams AG-UI events; the
+// user message, each tool result and the answer are stored as they come.
+// A client that goes away cancels the run.
+func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses store.Session, task, runID string) {
+	if s.draining.Load() {
+		writeError(w, http.StatusServiceUnavailable, "DRAINING", "the server is shutting down")
+		return
+	}
+	prof := c.tenant.Profiles[ses.Profile]
+	if prof == nil {
+		writeError(w, http.StatusNotFound, "UNKNOWN_PROFILE", fmt.Sprintf("no profile %q", ses.Profile))
+		return
+	}
+	provider, model, err := c.tenant.Provider(prof)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "PROVIDER", err.Error())
+		return
+	}
+	ctx := r.Context()
+	prior, err := s.o.Store.Messages(ctx, c.p.Tenant, ses.ID)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	var hist []llm.Message
+	for _, m := range prior {
+		if m.Role == "user" || m.Role == "assistant" {
+			hist = append(hist, llm.Message{Role: m.Role, Content: m.Content})
+		}
+	}
+	if _, err := s.o.Store.AppendMessage(ctx, c.p.Tenant, ses.ID, store.Message{Role: "user", Content: task}); err != nil {
+		s.storeError(w, err)
+		return
+	}
+	s.runs.Add(1)
+	defer s.runs.Done()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	send := func(e AGUIEvent) {
+		b, _ := json.Marshal(e)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	send(AGUIEvent{Type: "RUN_STARTED", ThreadID: ses.ID, RunID: runID})
+	var ids []string
+	if len(prof.Inventory) > 0 {
+		for _, t := range c.tenant.Host.Tools() {
+			ids = append(ids, t.ToolID)
+		}
+		if ids, err = prof.Resolve(ids); err != nil {
+			send(AGUIEvent{Type: "RUN_ERROR", Message: err.Error(), Code: "PROFILE"})
+			return
+		}
+	}
+	msgN := 0
+	res, err := agent.Run(ctx, c.tenant.Host, task, agent.Options{
+		Provider: provider, Model: model, Mode: prof.Mode, SystemPrompt: prof.SystemPrompt, MaxIterations: prof.MaxIterations,
+		Tools: ids, History: hist,
+		OnEvent: func(ev agent.Event) {
+			switch ev.Kind {
+			case "model":
+				if strings.TrimSpace(ev.Text) == "" {
+					return
+				}
+				msgN++
+				id := fmt.Sprintf("%s-msg-%d", runID, msgN)
+				send(AGUIEvent{Type: "TEXT_MESSAGE_START", MessageID: id, Role: "assistant"})
+				send(AGUIEvent{Type: "TEXT_MESSAGE_CONTENT", MessageID: id, Delta: ev.Text})
+				send(AGUIEvent{Type: "TEXT_MESSAGE_END", MessageID: id})
+			case "tool_start":
+				send(AGUIEvent{Type: "TOOL_CALL_START", ToolCallID: ev.CallID, ToolCallName: ev.Tool})
+				if len(ev.Args) > 0 {
+					send(AGUIEvent{Type: "TOOL_CALL_ARGS", ToolCallID: ev.CallID, Delta: string(ev.Args)})
+				}
+				send(AGUIEvent{Type: "TOOL_CALL_END", ToolCallID: ev.CallID})
+			case "tool":
+				if ev.Step == nil {
+					return
+				}
+				text := string(ev.Step.Result)
+				if ev.Step.Error != nil {
+					text = ev.Step.Error.Error()
+				}
+				ui := CompileUI(ev.Step.UIHints, ev.Step.Result)
+				meta, _ := json.Marshal(map[string]any{"tool_agent_output": ev.Step, "ui_schema": ui})
+				if _, err := s.o.Store.AppendMessage(context.WithoutCancel(ctx), c.p.Tenant, ses.ID, store.Message{Role: "tool", Content: text, Metadata: meta}); err != nil {
+					s.o.Logger.Error("storing a tool message", "error", err)
+				}
+				msgN++
+				send(AGUIEvent{Type: "TOOL_CALL_RESULT", MessageID: fmt.Sprintf("%s-msg-%d", runID, msgN), ToolCallID: ev.CallID, Role: "tool", Content: &text, UISchema: ui})
+			}
+		},
+	})
+	if err != nil {
+		send(AGUIEvent{Type: "RUN_ERROR", Message: err.Error(), Code: "AGENT"})
+		return
+	}
+	if res.Answer != "" {
+		if _, err := s.o.Store.AppendMessage(context.WithoutCancel(ctx), c.p.Tenant, ses.ID, store.Message{Role: "assistant", Content: res.Answer}); err != nil {
+			s.o.Logger.Error("storing the answer", "error", err)
+		}
+	}
+	if res.Status == "failed" {
+		send(AGUIEvent{Type: "RUN_ERROR", Message: res.Error, Code: "PROVIDER"})
+		return
+	}
+	send(AGUIEvent{Type: "RUN_FINISHED", ThreadID: ses.ID, RunID: runID, Result: map[string]any{"status": res.Status, "answer": res.Answer, "iterations": res.Iterations}})
+}
+
+// CompileUI turns a tool's ui_hints and its result into the ui_schema a
+// front-end renders: {"kind": …} plus each hint, a JSON pointer resolved
+// in the result (a hint pointing at nothing is left out) or the literal.
+// A table without columns gets the keys of its first row.
+func CompileUI(hints map[string]string, result json.RawMessage) map[string]any {
+	if len(hints) == 0 || hints["kind"] == "" {
+		return nil
+	}
+	var doc any
+	_ = json.Unmarshal(result, &doc)
+	out := map[string]any{"kind": hints["kind"]}
+	for k, v := range hints {
+		if k == "kind" {
+			continue
+		}
+		if strings.HasPrefix(v, "/") {
+			if val, ok := pointer(doc, v); ok {
+				out[k] = val
+			}
+			continue
+		}
+		out[k] = v
+	}
+	if out["kind"] == "table" {
+		if rows, ok := out["rows"].([]any); ok && out["columns"] == nil && len(rows) > 0 {
+			if first, ok := rows[0].(map[string]any); ok {
+				var cols []string
+				for c := range first {
+					cols = append(cols, c)
+				}
+				sort.Strings(cols)
+				out["columns"] = cols
+			}
+		}
+	}
+	return out
+}
+
+// pointer resolves a JSON pointer (RFC 6901) in doc.
+func pointer(doc any, p string) (any, bool) {
+	if p == "" || p == "/" {
+		return doc, true
+	}
+	cur := doc
+	for _, tok := range strings.Split(p[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := cur.(type) {
+		case map[string]any:
+			v, ok := x[tok]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			cur = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}

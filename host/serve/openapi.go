@@ -1,0 +1,69 @@
+package serve
+
+import (
+	"net/http"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
+
+// OpenAPI is the OpenAPI 3.1 document of the API, generated from the
+// route table and the Go types of its bodies.
+func (s *Server) OpenAPI() map[string]any {
+	paths := map[string]any{}
+	for _, rt := range s.routes() {
+		op := map[string]any{"summary": rt.Summary, "operationId": strings.ToLower(rt.Method) + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_").Replace(rt.Path)}
+		var params []any
+		for _, m := range pathParam.FindAllStringSubmatch(rt.Path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		if params != nil {
+			op["parameters"] = params
+		}
+		if rt.Scope != "" {
+			op["security"] = []any{map[string]any{"bearer": []string{rt.Scope}}}
+		}
+		if rt.Request != nil {
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": schemaOf(rt.Request)}}}
+		}
+		resp := map[string]any{"description": "success"}
+		switch {
+		case rt.Stream:
+			resp["content"] = map[string]any{"text/event-stream": map[string]any{"schema": schemaOf(rt.Response)}}
+		case rt.Response != nil:
+			resp["content"] = map[string]any{"application/json": map[string]any{"schema": schemaOf(rt.Response)}}
+		}
+		errResp := map[string]any{"description": "an error", "content": map[string]any{"application/json": map[string]any{"schema": schemaOf(ErrorBody{})}}}
+		op["responses"] = map[string]any{"200": resp, "default": errResp}
+		item, _ := paths[rt.Path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[rt.Path] = item
+		}
+		item[strings.ToLower(rt.Method)] = op
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info":    map[string]any{"title": "agenthost", "version": "1"},
+		"paths":   paths,
+		"components": map[string]any{"securitySchemes": map[string]any{
+			"bearer": map[string]any{"type": "http", "scheme": "bearer"},
+		}},
+	}
+}
+
+func schemaOf(v any) any {
+	sch, err := jsonschema.ForType(reflect.TypeOf(v), &jsonschema.ForOptions{IgnoreInvalidTypes: true})
+	if err != nil {
+		return map[string]any{}
+	}
+	return sch
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request, c *call) {
+	writeJSON(w, http.StatusOK, s.OpenAPI())
+}

@@ -1,0 +1,28 @@
+package serve
+
+import (
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host"
+)
+
+// routes is the endpoint table: the mux and the OpenAPI document are both
+// built from it.
+func (s *Server) routes() []route {
+	return []route{
+		{Method: "GET", Path: "/healthz", Summary: "liveness", Response: Health{}, handle: s.healthz},
+		{Method: "GET", Path: "/readyz", Summary: "readiness: 503 while draining or when the store does not answer", Response: Health{}, handle: s.readyz},
+		{Method: "GET", Path: "/metrics", Summary: "Prometheus metrics", Scope: ScopeAdmin, handle: s.metricsHandler},
+		{Method: "GET", Path: "/openapi.json", Summary: "this document", Scope: ScopeCall, handle: s.openapi},
+		{Method: "GET", Path: "/v1/tools", Summary: "the tools a model may call", Scope: ScopeCall, Response: ToolList{}, handle: s.listTools},
+		{Method: "GET", Path: "/v1/tools/{id}", Summary: "one tool", Scope: ScopeCall, Response: ToolInfo{}, handle: s.getTool},
+		{Method: "POST", Path: "/v1/tools/{id}/call", Summary: "call a tool with a JSON object of arguments; the envelope says how it went", Scope: ScopeCall, Request: map[string]any{}, Response: abi.Envelope{}, handle: s.callTool},
+		{Method: "POST", Path: "/v1/exec", Summary: "run the ACTION block of a model's output", Scope: ScopeCall, Request: ExecRequest{}, Response: host.Turn{}, handle: s.exec},
+		{Method: "POST", Path: "/v1/sessions", Summary: "start a session with an agent profile", Scope: ScopeSessions, Request: NewSession{}, Response: SessionRef{}, handle: s.newSession},
+		{Method: "POST", Path: "/v1/sessions/{id}/messages", Summary: "send a user message; the agent's run streams as AG-UI events", Scope: ScopeSessions, Request: UserMessage{}, Response: AGUIEvent{}, Stream: true, handle: s.postMessage},
+		{Method: "GET", Path: "/v1/sessions/{id}/history", Summary: "the session's messages, tool messages with their ui_schema", Scope: ScopeSessions, Response: History{}, handle: s.history},
+		{Method: "POST", Path: "/v1/agents/{profile}/runs", Summary: "AG-UI: run the profile's agent on RunAgentInput (threadId is the session)", Scope: ScopeSessions, Request: RunAgentInput{}, Response: AGUIEvent{}, Stream: true, handle: s.agentRun},
+		{Method: "POST", Path: "/mcp", Summary: "MCP (Streamable HTTP)", Scope: ScopeCall, handle: s.mcpHandler},
+		{Method: "GET", Path: "/mcp", Summary: "MCP (Streamable HTTP) server-to-client stream", Scope: ScopeCall, handle: s.mcpHandler},
+		{Method: "DELETE", Path: "/mcp", Summary: "MCP (Streamable HTTP) session end", Scope: ScopeCall, handle: s.mcpHandler},
+	}
+}

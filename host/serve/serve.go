@@ -1,0 +1,259 @@
+// Package serve is `agenthost serve`: the host over HTTP. Tools (list,
+// describe, call), ACTION exec, MCP (Streamable HTTP at /mcp), sessions
+// with history, and agent runs streamed as AG-UI events, for one or many
+// tenants, each with its own host (policy, workspace, cache), profiles
+// and sessions, behind bearer tokens.
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/host/mcp"
+	"github.com/agenthost/agenthost/host/profile"
+	"github.com/agenthost/agenthost/host/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBody       = 1 << 20
+	DefaultMaxConcurrent = 16
+)
+
+// Tenant is one tenant's world.
+type Tenant struct {
+	Name string
+	Host *host.Host
+	// Profiles are the agent profiles by ID.
+	Profiles map[string]*profile.Profile
+	// Provider builds the model provider of a profile (and the model
+	// name to ask for).
+	Provider func(p *profile.Profile) (llm.Provider, string, error)
+}
+
+// Options configure a Server.
+type Options struct {
+	Tenants map[string]*Tenant
+	Auth    *Authenticator
+	Store   *store.Store
+	Logger  hclog.Logger
+	// MaxBody caps a request body (DefaultMaxBody when 0).
+	MaxBody int64
+	// MaxConcurrent caps a tenant's requests in progress; beyond it the
+	// answer is 429 (DefaultMaxConcurrent when 0).
+	MaxConcurrent int
+}
+
+// Server serves the API.
+type Server struct {
+	o        Options
+	mux      *http.ServeMux
+	draining atomic.Bool
+	metrics  *metrics
+	mcp      map[string]*mcp.Server
+	slots    map[string]chan struct{}
+	runs     sync.WaitGroup
+}
+
+// New builds the server.
+func New(o Options) (*Server, error) {
+	if len(o.Tenants) == 0 || o.Auth == nil || o.Store == nil {
+		return nil, errors.New("serve: tenants, auth and store are required")
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	s := &Server{o: o, mux: http.NewServeMux(), metrics: newMetrics(), mcp: map[string]*mcp.Server{}, slots: map[string]chan struct{}{}}
+	for name, t := range o.Tenants {
+		s.mcp[name] = mcp.New(t.Host, mcp.Options{})
+		s.slots[name] = make(chan struct{}, o.MaxConcurrent)
+	}
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.Method+" "+rt.Path, s.wrap(rt))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	return s, nil
+}
+
+// Handler is the HTTP handler of the API.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Drain marks the server as draining: /readyz answers 503 and new agent
+// runs are refused, while requests in progress finish. Call it before
+// http.Server.Shutdown.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Wait waits for agent runs in progress to end, or ctx.
+func (s *Server) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.runs.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close releases the MCP servers (the hosts and store are the caller's).
+func (s *Server) Close() {
+	for _, m := range s.mcp {
+		m.Close()
+	}
+}
+
+// route is one endpoint; the OpenAPI document is generated from the same
+// table.
+type route struct {
+	Method, Path string
+	Summary      string
+	Scope        string // "" for no auth (health)
+	Request      any    // a value of the request body type, or nil
+	Response     any    // a value of the response type, or nil
+	Stream       bool   // answers with server-sent events
+	handle       func(w http.ResponseWriter, r *http.Request, c *call)
+}
+
+// call is what a handler gets besides the request.
+type call struct {
+	p      Principal
+	tenant *Tenant
+}
+
+// wrap applies auth, tenancy, the body cap, the concurrency limit,
+// metrics and panic safety.
+func (s *Server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: 200}
+		defer func() {
+			if v := recover(); v != nil {
+				s.o.Logger.Error("handler panicked", "route", rt.Path, "panic", v)
+				writeError(sw, http.StatusInternalServerError, "INTERNAL", "internal error")
+			}
+			s.metrics.request(rt.Method+" "+rt.Path, sw.code, time.Since(start))
+		}()
+		c := &call{}
+		if rt.Scope != "" {
+			p, err := s.o.Auth.principal(r)
+			if err != nil {
+				sw.Header().Set("WWW-Authenticate", `Bearer realm="agenthost"`)
+				writeError(sw, http.StatusUnauthorized, "UNAUTHORIZED", "a valid bearer token is required")
+				return
+			}
+			if !p.may(rt.Scope) {
+				writeError(sw, http.StatusForbidden, "FORBIDDEN", "the token lacks the scope "+rt.Scope)
+				return
+			}
+			t, ok := s.o.Tenants[p.Tenant]
+			if !ok {
+				writeError(sw, http.StatusForbidden, "FORBIDDEN", "the token's tenant is not served")
+				return
+			}
+			c.p, c.tenant = p, t
+			select {
+			case s.slots[p.Tenant] <- struct{}{}:
+				defer func() { <-s.slots[p.Tenant] }()
+			default:
+				sw.Header().Set("Retry-After", "1")
+				writeError(sw, http.StatusTooManyRequests, "TOO_MANY_REQUESTS", "too many requests in progress for this tenant")
+				return
+			}
+		}
+		r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBody)
+		rt.handle(sw, r, c)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code    int
+	written bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.written {
+		w.code, w.written = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.written = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ErrorBody is every error answer: {"error": {"code", "message"}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the code and message of an error answer.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, ErrorBody{ErrorDetail{code, msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// readJSON decodes a JSON request body into v: the content type must be
+// JSON, unknown fields are errors, and the body cap applies.
+func readJSON(w http.ResponseWriter, r *http.Request, v any, strict bool) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
+		writeError(w, http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", "send application/json, not "+ct)
+		return false
+	}
+	dec := json.NewDecoder(r.Body)
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "TOO_LARGE", "the body is larger than the limit")
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "INVALID_JSON", "the body is not valid JSON: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func isJSON(ct string) bool {
+	return len(ct) >= 16 && ct[:16] == "application/json"
+}

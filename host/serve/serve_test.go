@@ -1,0 +1,282 @@
+package serve_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/host/profile"
+	"github.com/agenthost/agenthost/host/serve"
+	"github.com/agenthost/agenthost/host/store"
+)
+
+const transcript = `{"content":"Counting.","tool_calls":[{"id":"c1","name":"text__stats","arguments":{"text":"one two three"}}]}
+{"content":"Three words."}`
+
+func hash(tok string) string {
+	s := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(s[:])
+}
+
+type fixture struct {
+	srv   *httptest.Server
+	api   *serve.Server
+	store *store.Store
+	path  string
+	hosts map[string]*host.Host
+}
+
+// newFixture serves two tenants (acme and beta) over the first-party
+// toolpacks, with a replayed model for the "counter" profile.
+func newFixture(t *testing.T, dbPath string, tools ...host.Tool) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := profile.Parse([]byte(`{"id":"counter","systemPrompt":"Count.","tool_ids_inventory":["text:*"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{store: st, path: dbPath, hosts: map[string]*host.Host{}}
+	tenants := map[string]*serve.Tenant{}
+	for _, name := range []string{"acme", "beta"} {
+		h, err := host.New(ctx, host.Options{Dirs: []string{hosttest.Toolpacks(t)}, CacheDir: hosttest.CacheDir(t), Tools: tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.hosts[name] = h
+		tenants[name] = &serve.Tenant{Name: name, Host: h, Profiles: map[string]*profile.Profile{"counter": prof},
+			Provider: func(*profile.Profile) (llm.Provider, string, error) {
+				p, err := llm.ParseReplay([]byte(transcript))
+				return p, "replay", err
+			}}
+	}
+	auth := serve.NewAuthenticator([]serve.TokenEntry{
+		{SHA256: hash("acme-token"), Tenant: "acme", Scopes: []string{"call", "sessions"}},
+		{SHA256: hash("beta-token"), Tenant: "beta", Scopes: []string{"call", "sessions"}},
+		{SHA256: hash("acme-call-only"), Tenant: "acme", Scopes: []string{"call"}},
+		{SHA256: hash("admin-token"), Tenant: "acme", Scopes: []string{"admin"}},
+	})
+	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, MaxBody: 64 << 10, MaxConcurrent: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.api = api
+	f.srv = httptest.NewServer(api.Handler())
+	t.Cleanup(func() {
+		f.srv.Close()
+		api.Close()
+		st.Close()
+		for _, h := range f.hosts {
+			h.Close(ctx)
+		}
+	})
+	return f
+}
+
+func (f *fixture) do(t *testing.T, method, path, token, ctype, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestAPI pins the tool endpoints, auth and the bad-input answers.
+func TestAPI(t *testing.T) {
+	f := newFixture(t, filepath.Join(t.TempDir(), "db"))
+	const js = "application/json"
+	tests := []struct {
+		name, method, path, token, ctype, body string
+		status                                 int
+		want                                   string
+	}{
+		{"health needs no token", "GET", "/healthz", "", "", "", 200, `"ok"`},
+		{"ready", "GET", "/readyz", "", "", "", 200, `"ready"`},
+		{"no token", "GET", "/v1/tools", "", "", "", 401, `"UNAUTHORIZED"`},
+		{"forged token", "GET", "/v1/tools", "forged", "", "", 401, `"UNAUTHORIZED"`},
+		{"scope", "POST", "/v1/sessions", "acme-call-only", js, `{"profile":"counter"}`, 403, `"FORBIDDEN"`},
+		{"metrics need admin", "GET", "/metrics", "acme-token", "", "", 403, `"FORBIDDEN"`},
+		{"list", "GET", "/v1/tools", "acme-token", "", "", 200, `"id":"core:echo"`},
+		{"describe", "GET", "/v1/tools/text:stats", "acme-token", "", "", 200, `"kind":"wasm"`},
+		{"unknown tool", "GET", "/v1/tools/nope:nope", "acme-token", "", "", 404, `"UNKNOWN_TOOL"`},
+		{"path trick", "GET", "/v1/tools/..%2F..%2Fetc%2Fpasswd", "acme-token", "", "", 404, `"UNKNOWN_TOOL"`},
+		{"call", "POST", "/v1/tools/core:echo/call", "acme-token", js, `{"a":1}`, 200, `"status":"success"`},
+		{"call failing tool", "POST", "/v1/tools/text:regex/call", "acme-token", js, `{"pattern":"(","text":"x"}`, 200, `"TOOL_ERROR"`},
+		{"call unknown", "POST", "/v1/tools/nope:x/call", "acme-token", js, `{}`, 404, `"UNKNOWN_TOOL"`},
+		{"bad json", "POST", "/v1/tools/core:echo/call", "acme-token", js, `{"a":`, 400, `"INVALID_JSON"`},
+		{"content type", "POST", "/v1/tools/core:echo/call", "acme-token", "text/plain", `{}`, 415, `"UNSUPPORTED_MEDIA_TYPE"`},
+		{"too large", "POST", "/v1/tools/core:echo/call", "acme-token", js, `{"a":"` + strings.Repeat("x", 70<<10) + `"}`, 413, `"TOO_LARGE"`},
+		{"async refused", "POST", "/v1/tools/core:echo/call?async=true", "acme-token", js, `{}`, 400, `"ASYNC_UNAVAILABLE"`},
+		{"exec", "POST", "/v1/exec", "acme-token", js, `{"output":"<ACTION><core:echo><a>1</a></core:echo></ACTION>"}`, 200, `"observation"`},
+		{"exec unknown field", "POST", "/v1/exec", "acme-token", js, `{"output":"x","extra":1}`, 400, `"INVALID_JSON"`},
+		{"unknown endpoint", "GET", "/v2/whatever", "acme-token", "", "", 404, `"NOT_FOUND"`},
+		{"unknown profile", "POST", "/v1/sessions", "acme-token", js, `{"profile":"nope"}`, 404, `"UNKNOWN_PROFILE"`},
+		{"bad thread id", "POST", "/v1/agents/counter/runs", "acme-token", js, `{"threadId":"../x","messages":[{"id":"1","role":"user","content":"hi"}]}`, 400, `threadId`},
+		{"client tools", "POST", "/v1/agents/counter/runs", "acme-token", js, `{"threadId":"t1","tools":[{"name":"x"}],"messages":[{"id":"1","role":"user","content":"hi"}]}`, 400, `client-side tools`},
+		{"no user message", "POST", "/v1/agents/counter/runs", "acme-token", js, `{"threadId":"t1","messages":[]}`, 400, `no user message`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := f.do(t, tc.method, tc.path, tc.token, tc.ctype, tc.body)
+			if status != tc.status || !strings.Contains(body, tc.want) {
+				t.Fatalf("%d %s; want %d with %s", status, body, tc.status, tc.want)
+			}
+		})
+	}
+	if status, body := f.do(t, "GET", "/metrics", "admin-token", "", ""); status != 200 || !strings.Contains(body, `agenthost_tool_calls_total{code="",status="success",tenant="acme",tool="core:echo"}`) {
+		t.Fatalf("metrics %d %s", status, body)
+	}
+	// Every route is in the OpenAPI document.
+	status, body := f.do(t, "GET", "/openapi.json", "acme-token", "", "")
+	var doc struct {
+		OpenAPI string                    `json:"openapi"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	if status != 200 || json.Unmarshal([]byte(body), &doc) != nil || doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi %d", status)
+	}
+	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/tools", "/v1/tools/{id}", "/v1/tools/{id}/call", "/v1/exec", "/v1/sessions", "/v1/sessions/{id}/messages", "/v1/sessions/{id}/history", "/v1/agents/{profile}/runs", "/mcp"} {
+		if doc.Paths[p] == nil {
+			t.Errorf("openapi lacks %s", p)
+		}
+	}
+	f.api.Drain()
+	if status, _ := f.do(t, "GET", "/readyz", "", "", ""); status != 503 {
+		t.Errorf("readyz while draining: %d", status)
+	}
+}
+
+// events reads an SSE body into its events.
+func events(t *testing.T, body string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("event %s: %v", line, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// TestAgentRun streams an AG-UI run, checks the event sequence, the
+// stored history (tool message with its ToolAgentOutput and ui_schema),
+// tenant isolation, and that history is identical after a restart.
+func TestAgentRun(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "db")
+	f := newFixture(t, db)
+	in := `{"threadId":"thread-1","runId":"run-1","state":{},"messages":[{"id":"m1","role":"user","content":"How many words?"}],"tools":[],"context":[],"forwardedProps":{}}`
+	status, body := f.do(t, "POST", "/v1/agents/counter/runs", "acme-token", "application/json", in)
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	var types []string
+	for _, e := range events(t, body) {
+		types = append(types, e["type"].(string))
+	}
+	want := "RUN_STARTED TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END TOOL_CALL_RESULT TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END RUN_FINISHED"
+	if strings.Join(types, " ") != want {
+		t.Fatalf("events %v", types)
+	}
+	status, hist := f.do(t, "GET", "/v1/sessions/thread-1/history", "acme-token", "", "")
+	if status != 200 || !strings.Contains(hist, `"tool_agent_output":{"tool_name":"text__stats"`) || !strings.Contains(hist, `"content":"Three words."`) {
+		t.Fatalf("history %d %s", status, hist)
+	}
+	for _, p := range []string{"/v1/sessions/thread-1/history"} {
+		if status, body := f.do(t, "GET", p, "beta-token", "", ""); status != 404 {
+			t.Errorf("beta reads acme's %s: %d %s", p, status, body)
+		}
+	}
+	if status, _ := f.do(t, "POST", "/v1/sessions/thread-1/messages", "beta-token", "application/json", `{"content":"hi"}`); status != 404 {
+		t.Errorf("beta posts to acme's session: %d", status)
+	}
+	if status, _ := f.do(t, "POST", "/v1/agents/counter/runs", "beta-token", "application/json", in); status != 404 {
+		t.Errorf("beta runs on acme's thread: %d", status)
+	}
+	// A second turn in the same session sends the history to the model.
+	status, body = f.do(t, "POST", "/v1/sessions/thread-1/messages", "acme-token", "application/json", `{"content":"And again?"}`)
+	if status != 200 || !strings.Contains(body, "RUN_FINISHED") {
+		t.Fatalf("second turn %d %s", status, body)
+	}
+	_, before := f.do(t, "GET", "/v1/sessions/thread-1/history", "acme-token", "", "")
+	f.srv.Close()
+	f.store.Close()
+	f2 := newFixture(t, db)
+	_, after := f2.do(t, "GET", "/v1/sessions/thread-1/history", "acme-token", "", "")
+	if before != after || strings.Count(after, `"role":"tool"`) != 2 {
+		t.Fatalf("history after a restart differs:\n%s\n%s", before, after)
+	}
+}
+
+// TestConcurrencyLimit fills a tenant's slots with slow calls: the next
+// request is 429, another tenant is not affected.
+func TestConcurrencyLimit(t *testing.T) {
+	type none struct{}
+	release := make(chan struct{})
+	entered := make(chan struct{}, 2)
+	slow := host.Func("app:slow", "Slow.", func(ctx context.Context, _ none) (map[string]int, error) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return map[string]int{}, nil
+	})
+	f := newFixture(t, filepath.Join(t.TempDir(), "db"), slow)
+	done := make(chan int, 2)
+	for range 2 {
+		go func() {
+			s, _ := f.do(t, "POST", "/v1/tools/app:slow/call", "acme-token", "application/json", `{}`)
+			done <- s
+		}()
+	}
+	for range 2 {
+		select {
+		case <-entered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the slow calls did not start")
+		}
+	}
+	if s, body := f.do(t, "GET", "/v1/tools", "acme-token", "", ""); s != 429 || !strings.Contains(body, "TOO_MANY_REQUESTS") {
+		t.Errorf("a third request: %d %s", s, body)
+	}
+	if s, _ := f.do(t, "GET", "/v1/tools", "beta-token", "", ""); s != 200 {
+		t.Errorf("another tenant: %d", s)
+	}
+	close(release)
+	if a, b := <-done, <-done; a != 200 || b != 200 {
+		t.Errorf("slow calls: %d %d", a, b)
+	}
+}

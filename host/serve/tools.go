@@ -1,0 +1,142 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/manifest"
+)
+
+// ToolInfo is a tool as the API lists it.
+type ToolInfo struct {
+	ID          string          `json:"id"`
+	Version     string          `json:"version"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	Kind        string          `json:"kind"`
+	Tags        []string        `json:"tags"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Output      json.RawMessage `json:"output,omitempty"`
+	Idempotent  bool            `json:"idempotent"`
+}
+
+// ToolList is the answer of GET /v1/tools.
+type ToolList struct {
+	Tools []ToolInfo `json:"tools"`
+}
+
+// ExecRequest is the body of POST /v1/exec.
+type ExecRequest struct {
+	// Output is raw model output holding an ACTION block.
+	Output string `json:"output"`
+}
+
+func infoOf(t *manifest.Tool) ToolInfo {
+	tags := t.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return ToolInfo{ID: t.ToolID, Version: t.Version, Title: t.DisplayName, Description: t.Description, Kind: host.KindOf(t),
+		Tags: tags, Parameters: t.Parameters, Output: t.Output, Idempotent: t.Idempotent}
+}
+
+func (s *Server) listTools(w http.ResponseWriter, r *http.Request, c *call) {
+	out := ToolList{Tools: []ToolInfo{}}
+	for _, t := range c.tenant.Host.Tools() {
+		out.Tools = append(out.Tools, infoOf(t))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getTool(w http.ResponseWriter, r *http.Request, c *call) {
+	id := r.PathValue("id")
+	t, err := c.tenant.Host.Tool(id)
+	if err != nil {
+		code, status := "UNKNOWN_TOOL", http.StatusNotFound
+		var ae *abi.Error
+		if asABI(err, &ae) && ae.Code == abi.CodeLoadError {
+			code, status = string(ae.Code), http.StatusConflict
+		}
+		writeError(w, status, code, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, infoOf(t))
+}
+
+// callTool answers with the envelope: 200 whatever the tool did (the
+// envelope's status says), 404 for an unknown tool, 400 for arguments
+// that are not JSON; ?async=true is refused until a jobs API exists.
+func (s *Server) callTool(w http.ResponseWriter, r *http.Request, c *call) {
+	if r.URL.Query().Has("async") {
+		writeError(w, http.StatusBadRequest, "ASYNC_UNAVAILABLE", "async calls need a jobs API, which this server does not have yet; call without ?async")
+		return
+	}
+	var args json.RawMessage
+	if !readJSON(w, r, &args, false) {
+		return
+	}
+	id := r.PathValue("id")
+	env := c.tenant.Host.Call(r.Context(), id, args)
+	code := ""
+	if env.Error != nil {
+		code = string(env.Error.Code)
+	}
+	s.metrics.call(c.p.Tenant, env.ToolID, string(env.Status), code)
+	status := http.StatusOK
+	if code == string(abi.CodeUnknownTool) {
+		status = http.StatusNotFound
+	}
+	writeJSON(w, status, env)
+}
+
+func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *call) {
+	var req ExecRequest
+	if !readJSON(w, r, &req, true) {
+		return
+	}
+	if strings.TrimSpace(req.Output) == "" {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENTS", "output is empty")
+		return
+	}
+	turn := c.tenant.Host.Exec(r.Context(), req.Output)
+	for _, env := range turn.Results {
+		code := ""
+		if env.Error != nil {
+			code = string(env.Error.Code)
+		}
+		s.metrics.call(c.p.Tenant, env.ToolID, string(env.Status), code)
+	}
+	writeJSON(w, http.StatusOK, turn)
+}
+
+// Health is the answer of /healthz and /readyz.
+type Health struct {
+	Status string `json:"status"`
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request, c *call) {
+	writeJSON(w, http.StatusOK, Health{"ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, c *call) {
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, Health{"draining"})
+		return
+	}
+	if err := s.o.Store.Ping(r.Context()); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, Health{"store unavailable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, Health{"ready"})
+}
+
+func (s *Server) mcpHandler(w http.ResponseWriter, r *http.Request, c *call) {
+	s.mcp[c.p.Tenant].Handler().ServeHTTP(w, r)
+}
+
+func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request, c *call) {
+	s.metrics.handler().ServeHTTP(w, r)
+}

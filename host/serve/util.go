@@ -1,0 +1,9 @@
+package serve
+
+import (
+	"errors"
+
+	"github.com/agenthost/agenthost/abi"
+)
+
+func asABI(err error, target **abi.Error) bool { return errors.As(err, target) }
