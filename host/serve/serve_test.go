@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -278,5 +280,69 @@ func TestConcurrencyLimit(t *testing.T) {
 	close(release)
 	if a, b := <-done, <-done; a != 200 || b != 200 {
 		t.Errorf("slow calls: %d %d", a, b)
+	}
+}
+
+// TestAGUIClient drives the AG-UI endpoint with the official
+// @ag-ui/client HttpAgent (npm, in testdata/agui): the run's events, the
+// tool result and the final answer arrive as the client expects.
+func TestAGUIClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat("testdata/agui/node_modules/@ag-ui/client")
+	if err != nil || modErr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("node or @ag-ui/client missing (.ci/run runs npm ci in host/serve/testdata/agui): %v %v", err, modErr)
+		}
+		t.Skip("node or @ag-ui/client is not installed (npm ci in host/serve/testdata/agui)")
+	}
+	f := newFixture(t, filepath.Join(t.TempDir(), "db"))
+	cmd := exec.Command(node, "run.mjs", f.srv.URL, "acme-token", "counter", "agui-thread")
+	cmd.Dir = "testdata/agui"
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
+	}
+	var got struct {
+		Events  []string `json:"events"`
+		Results []struct {
+			ToolCallID string `json:"toolCallId"`
+			Content    string `json:"content"`
+		} `json:"results"`
+		Messages []struct {
+			Role      string   `json:"role"`
+			Content   *string  `json:"content"`
+			ToolCalls []string `json:"toolCalls"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Events) == 0 || got.Events[0] != "RUN_STARTED" || got.Events[len(got.Events)-1] != "RUN_FINISHED" {
+		t.Fatalf("events %v", got.Events)
+	}
+	if len(got.Results) != 1 || got.Results[0].ToolCallID != "c1" || !strings.Contains(got.Results[0].Content, `"words":3`) {
+		t.Fatalf("tool results %+v", got.Results)
+	}
+	last := got.Messages[len(got.Messages)-1]
+	if last.Role != "assistant" || last.Content == nil || *last.Content != "Three words." {
+		t.Fatalf("messages %s", out)
+	}
+	var sawCall bool
+	for _, m := range got.Messages {
+		for _, c := range m.ToolCalls {
+			sawCall = sawCall || c == "text__stats"
+		}
+	}
+	if !sawCall {
+		t.Fatalf("the client did not assemble the tool call: %s", out)
+	}
+	// The client's view is the server's history.
+	status, hist := f.do(t, "GET", "/v1/sessions/agui-thread/history", "acme-token", "", "")
+	if status != 200 || !strings.Contains(hist, `"content":"Three words."`) {
+		t.Fatalf("history %d %s", status, hist)
 	}
 }
