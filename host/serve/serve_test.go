@@ -42,7 +42,7 @@ type fixture struct {
 
 // newFixture serves two tenants (acme and beta) over the first-party
 // toolpacks, with a replayed model for the "counter" profile.
-func newFixture(t *testing.T, dbPath string, tools ...host.Tool) *fixture {
+func newFixture(t testing.TB, dbPath string, tools ...host.Tool) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, dbPath)
@@ -73,7 +73,7 @@ func newFixture(t *testing.T, dbPath string, tools ...host.Tool) *fixture {
 		{SHA256: hash("acme-call-only"), Tenant: "acme", Scopes: []string{"call"}},
 		{SHA256: hash("admin-token"), Tenant: "acme", Scopes: []string{"admin"}},
 	})
-	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, MaxBody: 64 << 10, MaxConcurrent: 2})
+	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, MaxBody: 64 << 10, MaxConcurrent: fixtureMaxConcurrent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,3 +346,7 @@ func TestAGUIClient(t *testing.T) {
 		t.Fatalf("history %d %s", status, hist)
 	}
 }
+
+// fixtureMaxConcurrent is the per-tenant limit of fixtures (small, so
+// that TestConcurrencyLimit reaches it; benchmarks raise it).
+var fixtureMaxConcurrent = 2
