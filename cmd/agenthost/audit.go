@@ -4,9 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agenthost/agenthost/host/audit"
+	"github.com/agenthost/agenthost/host/store"
 )
 
 func auditCommand() command {
@@ -14,6 +17,7 @@ func auditCommand() command {
 		name: "audit", usage: "audit [--diff OLD] [--format text|json|markdown|html] [--fail-on low|medium|high]", summary: "requested vs granted capabilities, denials and risk flags per tool; --diff: what the toolpacks ask for beyond an older version",
 		flags: func(fs *flag.FlagSet, e *env) {
 			fs.StringVar(&e.format, "format", "text", "output format: text, json or markdown (and html with --diff)")
+			fs.StringVar(&e.storePath, "store", "", "add each tool's failure analytics from a serve history `DIR` (or database file)")
 			fs.StringVar(&e.diff, "diff", "", "compare with the old version: a toolpack `DIR` or NAME.tar.gz, audited under the same policy")
 			fs.StringVar(&e.failOn, "fail-on", "", "exit 1 when a finding is at or above this `LEVEL`: low, medium or high")
 		},
@@ -48,6 +52,11 @@ func runAudit(ctx context.Context, e *env, args []string) error {
 	}
 	defer h.Close(ctx)
 	rep := h.Audit()
+	if e.storePath != "" {
+		if err := addHistory(ctx, &rep, e.storePath); err != nil {
+			return err
+		}
+	}
 	if err := rep.Write(e.stdout, e.format); err != nil {
 		return err
 	}
@@ -98,5 +107,31 @@ func runAuditDiff(ctx context.Context, e *env, gate audit.Severity) error {
 			return exitError{1}
 		}
 	}
+	return nil
+}
+
+// addHistory reads the failure analytics of every tenant from a serve
+// history database.
+func addHistory(ctx context.Context, rep *audit.Report, path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, "agenthost.db")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return usageError{"--store: " + err.Error()}
+	}
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	stats, err := st.ToolStats(ctx, "")
+	if err != nil {
+		return err
+	}
+	counts := make([]audit.CallCount, len(stats))
+	for i, s := range stats {
+		counts[i] = audit.CallCount{Tool: s.Tool, Status: s.Status, Code: s.Code, Calls: s.Calls}
+	}
+	rep.AddHistory(counts)
 	return nil
 }

@@ -61,6 +61,7 @@ type env struct {
 	trusted      string
 	diff         string
 	serve        serveFlags
+	storePath    string
 	// set holds the flags given on the command line (a profile's values
 	// yield to them).
 	set map[string]bool

@@ -27,7 +27,8 @@ func TestServe(t *testing.T) {
 	toolpacks, _ := filepath.Abs("../../toolpacks")
 	profiles, _ := filepath.Abs("../../examples/agent")
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--dir", toolpacks, "--profiles", profiles, "--log-level", "error")
-	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	cache := t.TempDir()
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -71,6 +72,10 @@ func TestServe(t *testing.T) {
 	if s, b := do("GET", "/v1/sessions/demo-thread/history", ""); s != 200 || !strings.Contains(b, "workflow__fingerprint") {
 		t.Fatalf("history: %d %s", s, b)
 	}
+	s, b = do("POST", "/v1/agents/text-analyst/runs", `{"threadId":"demo-thread","runId":"r2","messages":[{"id":"2","role":"user","content":"Again."}]}`)
+	if s != 200 {
+		t.Fatalf("second run: %d %s", s, b)
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -81,6 +86,15 @@ func TestServe(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+	// The audit reads the failure analytics from the history.
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"audit", "--dir", toolpacks, "--store", filepath.Join(cache, "agenthost", "serve"), "--format", "json"}, strings.NewReader(""), &out, &errb)
+	if code != 0 && code != 1 {
+		t.Fatalf("audit: %d %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), `"history": {`) || !strings.Contains(out.String(), `"calls": 2`) {
+		t.Fatalf("audit history: %s", out.String())
 	}
 }
 

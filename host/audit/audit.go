@@ -88,6 +88,52 @@ type Tool struct {
 	Reach *Reach   `json:"reach,omitempty"`
 	// Imports are a wasm module's imports ("wasi_snapshot_preview1.fd_write").
 	Imports []string `json:"imports,omitempty"`
+	// History is what a store recorded of the tool's calls (see
+	// AddHistory); nil without a store.
+	History *History `json:"history,omitempty"`
+}
+
+// History is the failure analytics of one tool: its recorded calls, how
+// many failed, and the failures by error code.
+type History struct {
+	Calls    int64            `json:"calls"`
+	Failures int64            `json:"failures"`
+	Codes    map[string]int64 `json:"codes"`
+}
+
+// CallCount is a number of recorded calls of a tool with one outcome.
+type CallCount struct {
+	Tool   string
+	Status string
+	Code   string
+	Calls  int64
+}
+
+// AddHistory attaches recorded calls to the report's tools (by tool ID;
+// counts of tools not in the report are dropped).
+func (r *Report) AddHistory(counts []CallCount) {
+	byID := map[string]*Tool{}
+	for i := range r.Tools {
+		byID[r.Tools[i].ID] = &r.Tools[i]
+	}
+	for _, c := range counts {
+		t := byID[c.Tool]
+		if t == nil {
+			continue
+		}
+		if t.History == nil {
+			t.History = &History{Codes: map[string]int64{}}
+		}
+		t.History.Calls += c.Calls
+		if c.Status != "success" {
+			t.History.Failures += c.Calls
+			code := c.Code
+			if code == "" {
+				code = "unknown"
+			}
+			t.History.Codes[code] += c.Calls
+		}
+	}
 }
 
 // Reach is the union of the grants of the tools a workflow calls.

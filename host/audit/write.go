@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -138,6 +140,13 @@ func (r Report) writeText(w io.Writer) error {
 			if len(t.Reach.Missing) > 0 {
 				e.printf("    not loaded: %s\n", list(t.Reach.Missing))
 			}
+		}
+		if h := t.History; h != nil {
+			var codes []string
+			for _, c := range slices.Sorted(maps.Keys(h.Codes)) {
+				codes = append(codes, fmt.Sprintf("%s %d", c, h.Codes[c]))
+			}
+			e.printf("  history:   %d calls, %d failed (%s)\n", h.Calls, h.Failures, list(codes))
 		}
 		if len(t.Denials) > 0 {
 			e.printf("  denials:\n")

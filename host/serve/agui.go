@@ -14,6 +14,7 @@ import (
 	"github.com/agenthost/agenthost/host/agent"
 	"github.com/agenthost/agenthost/host/llm"
 	"github.com/agenthost/agenthost/host/store"
+	"github.com/agenthost/agenthost/host/wire"
 )
 
 // RunAgentInput is the AG-UI request body of POST /v1/agents/{profile}/runs
@@ -274,6 +275,13 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 			return
 		}
 	}
+	names := ids
+	if names == nil {
+		for _, t := range c.tenant.Host.Tools() {
+			names = append(names, t.ToolID)
+		}
+	}
+	tab, _ := wire.NewTable(names)
 	msgN := 0
 	res, err := agent.Run(ctx, c.tenant.Host, task, agent.Options{
 		Provider: provider, Model: model, Mode: prof.Mode, SystemPrompt: prof.SystemPrompt, MaxIterations: prof.MaxIterations,
@@ -304,7 +312,13 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 					text = ev.Step.Error.Error()
 				}
 				ui := CompileUI(ev.Step.UIHints, ev.Step.Result)
-				meta, _ := json.Marshal(map[string]any{"tool_agent_output": ev.Step, "ui_schema": ui})
+				toolID := ev.Step.ToolName
+				if tab != nil {
+					if id, ok := tab.ID(toolID); ok {
+						toolID = id
+					}
+				}
+				meta, _ := json.Marshal(map[string]any{"tool_id": toolID, "tool_agent_output": ev.Step, "ui_schema": ui})
 				if _, err := s.o.Store.AppendMessage(context.WithoutCancel(ctx), c.p.Tenant, ses.ID, store.Message{Role: "tool", Content: text, Metadata: meta}); err != nil {
 					s.o.Logger.Error("storing a tool message", "error", err)
 				}

@@ -252,3 +252,39 @@ func (s *Store) Messages(ctx context.Context, tenant, session string) ([]Message
 	}
 	return out, rows.Err()
 }
+
+// ToolStat counts the stored calls of one tool with one outcome.
+type ToolStat struct {
+	Tenant string `json:"tenant"`
+	Tool   string `json:"tool"`
+	Status string `json:"status"`
+	Code   string `json:"code,omitempty"`
+	Calls  int64  `json:"calls"`
+}
+
+// ToolStats counts the tool messages of tenant ("" for every tenant) by
+// tool, status and error code: the failure analytics of the audit.
+func (s *Store) ToolStats(ctx context.Context, tenant string) ([]ToolStat, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT sessions.tenant,
+		       COALESCE(json_extract(messages.metadata, '$.tool_id'), json_extract(messages.metadata, '$.tool_agent_output.tool_name'), ''),
+		       COALESCE(json_extract(messages.metadata, '$.tool_agent_output.status'), ''),
+		       COALESCE(json_extract(messages.metadata, '$.tool_agent_output.error.code'), ''),
+		       COUNT(*)
+		FROM messages JOIN sessions ON sessions.id = messages.session
+		WHERE messages.role = 'tool' AND (? = '' OR sessions.tenant = ?)
+		GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`, tenant, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	defer rows.Close()
+	out := []ToolStat{}
+	for rows.Next() {
+		var st ToolStat
+		if err := rows.Scan(&st.Tenant, &st.Tool, &st.Status, &st.Code, &st.Calls); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		out = append(out, st)
+	}
+	return out, rows.Err()
+}

@@ -83,6 +83,13 @@ func TestStore(t *testing.T) {
 			t.Fatalf("message %d has seq %d", i, m.Seq)
 		}
 	}
+	stats, err := s.ToolStats(ctx, "acme")
+	if err != nil || len(stats) != 1 || stats[0].Tool != "core__echo" || stats[0].Status != "success" || stats[0].Calls != 1 {
+		t.Fatalf("stats %+v %v", stats, err)
+	}
+	if other, _ := s.ToolStats(ctx, "other"); len(other) != 0 {
+		t.Fatalf("another tenant's stats %+v", other)
+	}
 	s.Close()
 	s2 := open(t, path)
 	defer s2.Close()
