@@ -16,6 +16,9 @@ var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
 func (s *Server) OpenAPI() map[string]any {
 	paths := map[string]any{}
 	for _, rt := range s.routes() {
+		if rt.Path == "/{$}" || rt.Path == "/console/{file}" {
+			continue // the console's static files
+		}
 		op := map[string]any{"summary": rt.Summary, "operationId": strings.ToLower(rt.Method) + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_").Replace(rt.Path)}
 		var params []any
 		for _, m := range pathParam.FindAllStringSubmatch(rt.Path, -1) {

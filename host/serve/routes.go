@@ -3,12 +3,17 @@ package serve
 import (
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/audit"
 )
 
 // routes is the endpoint table: the mux and the OpenAPI document are both
 // built from it.
 func (s *Server) routes() []route {
 	return []route{
+		{Method: "GET", Path: "/{$}", Summary: "the web console", handle: s.console},
+		{Method: "GET", Path: "/console/{file}", Summary: "the web console's files", handle: s.console},
+		{Method: "GET", Path: "/v1/audit", Summary: "the audit of the tenant's tools: requested against granted, denials, risk flags", Scope: ScopeCall, Response: audit.Report{}, handle: s.auditHandler},
+		{Method: "GET", Path: "/v1/profiles", Summary: "the tenant's agent profiles", Scope: ScopeSessions, Response: ProfileList{}, handle: s.listProfiles},
 		{Method: "GET", Path: "/healthz", Summary: "liveness", Response: Health{}, handle: s.healthz},
 		{Method: "GET", Path: "/readyz", Summary: "readiness: 503 while draining or when the store does not answer", Response: Health{}, handle: s.readyz},
 		{Method: "GET", Path: "/metrics", Summary: "Prometheus metrics", Scope: ScopeAdmin, handle: s.metricsHandler},

@@ -27,6 +27,17 @@ import (
 const transcript = `{"content":"Counting.","tool_calls":[{"id":"c1","name":"text__stats","arguments":{"text":"one two three"}}]}
 {"content":"Three words."}`
 
+const rowsTranscript = `{"content":"","tool_calls":[{"id":"r1","name":"app__rows","arguments":{}}]}
+{"content":"Here are the rows."}`
+
+// rowsTool returns a table, with ui hints saying so.
+func rowsTool() host.Tool {
+	type none struct{}
+	return host.Func("app:rows", "Rows of fruit.", func(context.Context, none) (map[string]any, error) {
+		return map[string]any{"items": []map[string]any{{"fruit": "apple", "price": 1.5}, {"fruit": "pear", "price": 2}}}, nil
+	}, host.WithUI(map[string]string{"kind": "table", "rows": "/items"}))
+}
+
 func hash(tok string) string {
 	s := sha256.Sum256([]byte(tok))
 	return hex.EncodeToString(s[:])
@@ -53,6 +64,10 @@ func newFixture(t testing.TB, dbPath string, tools ...host.Tool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rowsProf, err := profile.Parse([]byte(`{"id":"rows","name":"Rows","tool_ids_inventory":["app:rows"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	f := &fixture{store: st, path: dbPath, hosts: map[string]*host.Host{}}
 	tenants := map[string]*serve.Tenant{}
 	for _, name := range []string{"acme", "beta"} {
@@ -61,9 +76,13 @@ func newFixture(t testing.TB, dbPath string, tools ...host.Tool) *fixture {
 			t.Fatal(err)
 		}
 		f.hosts[name] = h
-		tenants[name] = &serve.Tenant{Name: name, Host: h, Profiles: map[string]*profile.Profile{"counter": prof},
-			Provider: func(*profile.Profile) (llm.Provider, string, error) {
-				p, err := llm.ParseReplay([]byte(transcript))
+		tenants[name] = &serve.Tenant{Name: name, Host: h, Profiles: map[string]*profile.Profile{"counter": prof, "rows": rowsProf},
+			Provider: func(pr *profile.Profile) (llm.Provider, string, error) {
+				text := transcript
+				if pr.ID == "rows" {
+					text = rowsTranscript
+				}
+				p, err := llm.ParseReplay([]byte(text))
 				return p, "replay", err
 			}}
 	}
@@ -350,3 +369,47 @@ func TestAGUIClient(t *testing.T) {
 // fixtureMaxConcurrent is the per-tenant limit of fixtures (small, so
 // that TestConcurrencyLimit reaches it; benchmarks raise it).
 var fixtureMaxConcurrent = 2
+
+// TestConsole opens the web console in headless Chromium: the catalogue
+// lists the tools with their grants and risk flags, and a run of the
+// "rows" profile renders the tool's result as a table from its
+// ui_schema, as a person would see it.
+func TestConsole(t *testing.T) {
+	chromium := ""
+	for _, c := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(c); err == nil {
+			chromium = p
+			break
+		}
+	}
+	if chromium == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is missing (.ci/run installs it)")
+		}
+		t.Skip("chromium is not installed")
+	}
+	f := newFixture(t, filepath.Join(t.TempDir(), "db"), rowsTool())
+	dom := func(fragment string) string {
+		out, err := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
+			"--virtual-time-budget=20000", "--dump-dom", f.srv.URL+"/#"+fragment).Output()
+		if err != nil {
+			t.Fatalf("chromium: %v", err)
+		}
+		return string(out)
+	}
+	cat := dom("token=acme-token")
+	for _, want := range []string{`data-tool="core:echo"`, `data-tool="workflow:fingerprint"`, "reads the whole workspace", `data-try="text:stats"`} {
+		if !strings.Contains(cat, want) {
+			t.Errorf("the catalogue lacks %s", want)
+		}
+	}
+	run := dom("token=acme-token&run=rows&message=Show%20rows")
+	for _, want := range []string{`data-event="TOOL_CALL_RESULT"`, `class="ui-table"`, "<td>apple</td>", "<td>pear</td>", "Here are the rows.", "finished: done"} {
+		if !strings.Contains(run, want) {
+			t.Errorf("the run lacks %s:\n%s", want, run)
+		}
+	}
+	if status, body := f.do(t, "GET", "/", "", "", ""); status != 200 || !strings.Contains(body, "agenthost console") {
+		t.Errorf("GET /: %d", status)
+	}
+}
