@@ -25,19 +25,20 @@ import (
 
 // serveFlags are the flags of `serve`.
 type serveFlags struct {
-	addr, auth, data string
-	profiles         multiFlag
+	addr, auth, data, store string
+	profiles                multiFlag
 }
 
 func serveCommand() command {
 	return command{
-		name: "serve", usage: "serve [--addr HOST:PORT] [--auth FILE] [--data DIR] [--profiles DIR]...",
+		name: "serve", usage: "serve [--addr HOST:PORT] [--auth FILE] [--data DIR | --store postgres://…] [--profiles DIR]...",
 		summary: "the host over HTTP: tools, exec, MCP at /mcp, sessions and AG-UI agent runs, history, metrics",
 		flags: func(fs *flag.FlagSet, e *env) {
 			s := &e.serve
 			fs.StringVar(&s.addr, "addr", "127.0.0.1:8080", "the `HOST:PORT` to listen on (without --auth: loopback only)")
 			fs.StringVar(&s.auth, "auth", "", "tokens and tenants `FILE` (YAML or JSON); without it one tenant, loopback only, and a token printed once on stderr")
-			fs.StringVar(&s.data, "data", "", "the `DIR` of the history database (default <cache>/serve)")
+			fs.StringVar(&s.data, "data", "", "the `DIR` of the SQLite history database (default <cache>/serve)")
+			fs.StringVar(&s.store, "store", "", "a PostgreSQL `URL` (postgres://…) for the history, shared by several serve instances (instead of --data)")
 			fs.Var(&s.profiles, "profiles", "a `DIR` of agent profiles (*.profile.json, agent_profile.json) for the tenant without --auth (repeatable)")
 		},
 		run: runServe,
@@ -62,14 +63,23 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	data := s.data
-	if data == "" {
-		data = filepath.Join(root, "serve")
+	dsn := s.store
+	switch {
+	case dsn != "" && s.data != "":
+		return usageError{"give --store or --data, not both"}
+	case dsn != "" && !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://"):
+		return usageError{"--store takes a postgres:// URL (SQLite is --data DIR)"}
+	case dsn == "":
+		data := s.data
+		if data == "" {
+			data = filepath.Join(root, "serve")
+		}
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			return usageError{err.Error()}
+		}
+		dsn = filepath.Join(data, "agenthost.db")
 	}
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return usageError{err.Error()}
-	}
-	st, err := store.Open(ctx, filepath.Join(data, "agenthost.db"))
+	st, err := store.Open(ctx, dsn)
 	if err != nil {
 		return err
 	}

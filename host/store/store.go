@@ -4,9 +4,11 @@
 // the tenant, and every query is scoped by it: one tenant's IDs are
 // ErrNotFound to another.
 //
-// The default backend is SQLite (modernc.org/sqlite, pure Go): one file,
-// write-ahead log, versioned migrations applied in a transaction at
-// open. A message is durable once AppendMessage returns.
+// Two backends share one implementation, one migration set and one test
+// suite: SQLite (modernc.org/sqlite, pure Go; one file, write-ahead log)
+// by default, and PostgreSQL (pgx) so that several servers share state.
+// Migrations are versioned and applied in a transaction at open. A
+// message is durable once AppendMessage returns.
 package store
 
 import (
@@ -17,9 +19,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx"
+	_ "modernc.org/sqlite"             // the database/sql driver "sqlite"
 )
 
 // Limits on what a message may hold.
@@ -48,9 +52,10 @@ type Message struct {
 	Created  time.Time       `json:"created"`
 }
 
-// Store is a SQLite database of sessions and messages.
+// Store is a database of sessions and messages.
 type Store struct {
-	db *sql.DB
+	db       *sql.DB
+	postgres bool
 }
 
 // migrations are applied in order; the schema_version table says how far.
@@ -59,37 +64,79 @@ var migrations = []string{
 		id TEXT PRIMARY KEY,
 		tenant TEXT NOT NULL,
 		profile TEXT NOT NULL,
-		created INTEGER NOT NULL
+		created BIGINT NOT NULL
 	);
 	CREATE INDEX sessions_tenant ON sessions(tenant);
 	CREATE TABLE messages (
 		session TEXT NOT NULL REFERENCES sessions(id),
-		seq INTEGER NOT NULL,
+		seq BIGINT NOT NULL,
 		role TEXT NOT NULL,
 		content TEXT NOT NULL,
 		metadata TEXT,
-		created INTEGER NOT NULL,
+		created BIGINT NOT NULL,
 		PRIMARY KEY (session, seq)
 	);`,
 }
 
-// Open opens (creating if needed) the SQLite database at path and applies
-// the migrations it lacks.
+// Open opens the store: a PostgreSQL database for a postgres:// or
+// postgresql:// URL, else the SQLite database file at path (created if
+// needed); then it applies the migrations the database lacks.
 func Open(ctx context.Context, path string) (*Store, error) {
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("store %s: %w", path, err)
+	var s *Store
+	name := path
+	if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
+		db, err := sql.Open("pgx", path)
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		db.SetMaxOpenConns(16)
+		s, name = &Store{db: db, postgres: true}, redactURL(path)
+	} else {
+		dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
+		// One connection: SQLite has one writer.
+		db.SetMaxOpenConns(1)
+		s = &Store{db: db}
 	}
-	// One connection: SQLite has one writer, and appends must number
-	// messages without racing.
-	db.SetMaxOpenConns(1)
-	s := &Store{db: db}
 	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store %s: %w", path, err)
+		s.db.Close()
+		return nil, fmt.Errorf("store %s: %w", name, err)
 	}
 	return s, nil
+}
+
+// redactURL drops the password of a database URL for messages.
+func redactURL(u string) string {
+	if at := strings.LastIndex(u, "@"); at > 0 {
+		if i := strings.Index(u, "://"); i > 0 && i+3 < at {
+			userinfo := u[i+3 : at]
+			if user, _, ok := strings.Cut(userinfo, ":"); ok {
+				return u[:i+3] + user + ":***" + u[at:]
+			}
+		}
+	}
+	return u
+}
+
+// q adapts a query written with ? placeholders to the backend.
+func (s *Store) q(query string) string {
+	if !s.postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -98,6 +145,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
+	if s.postgres {
+		// Servers starting together migrate one after the other.
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7316284)`); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
 		return err
 	}
@@ -112,7 +165,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
 			return fmt.Errorf("migration %d: %w", i+1, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, i+1); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO schema_version (version) VALUES (?)`), i+1); err != nil {
 			return err
 		}
 	}
@@ -147,14 +200,14 @@ func (s *Store) CreateSessionID(ctx context.Context, tenant, profile, id string)
 		return Session{}, errors.New("store: no tenant")
 	}
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ?`, id).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sessions WHERE id = ?`), id).Scan(&n); err != nil {
 		return Session{}, fmt.Errorf("store: %w", err)
 	}
 	if n > 0 {
 		return Session{}, ErrTaken
 	}
 	ses := Session{ID: id, Tenant: tenant, Profile: profile, Created: time.Now().UTC().Truncate(time.Millisecond)}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, tenant, profile, created) VALUES (?, ?, ?, ?)`, ses.ID, tenant, profile, ses.Created.UnixMilli())
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO sessions (id, tenant, profile, created) VALUES (?, ?, ?, ?)`), ses.ID, tenant, profile, ses.Created.UnixMilli())
 	if err != nil {
 		return Session{}, fmt.Errorf("store: %w", err)
 	}
@@ -165,7 +218,7 @@ func (s *Store) CreateSessionID(ctx context.Context, tenant, profile, id string)
 func (s *Store) Session(ctx context.Context, tenant, id string) (Session, error) {
 	ses := Session{ID: id, Tenant: tenant}
 	var ms int64
-	err := s.db.QueryRowContext(ctx, `SELECT profile, created FROM sessions WHERE id = ? AND tenant = ?`, id, tenant).Scan(&ses.Profile, &ms)
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT profile, created FROM sessions WHERE id = ? AND tenant = ?`), id, tenant).Scan(&ses.Profile, &ms)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, ErrNotFound
 	}
@@ -201,14 +254,21 @@ func (s *Store) AppendMessage(ctx context.Context, tenant, session string, m Mes
 		return Message{}, fmt.Errorf("store: %w", err)
 	}
 	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ? AND tenant = ?`, session, tenant).Scan(&n); err != nil {
-		return Message{}, fmt.Errorf("store: %w", err)
+	// Lock the session row (PostgreSQL; SQLite has one writer) so that
+	// concurrent appends number messages without a gap or a repeat.
+	lock := `SELECT id FROM sessions WHERE id = ? AND tenant = ?`
+	if s.postgres {
+		lock += ` FOR UPDATE`
 	}
-	if n == 0 {
+	var got string
+	err = tx.QueryRowContext(ctx, s.q(lock), session, tenant).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
 		return Message{}, ErrNotFound
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session = ?`, session).Scan(&m.Seq); err != nil {
+	if err != nil {
+		return Message{}, fmt.Errorf("store: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session = ?`), session).Scan(&m.Seq); err != nil {
 		return Message{}, fmt.Errorf("store: %w", err)
 	}
 	m.Created = time.Now().UTC().Truncate(time.Millisecond)
@@ -216,7 +276,7 @@ func (s *Store) AppendMessage(ctx context.Context, tenant, session string, m Mes
 	if len(m.Metadata) > 0 {
 		meta = string(m.Metadata)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (session, seq, role, content, metadata, created) VALUES (?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO messages (session, seq, role, content, metadata, created) VALUES (?, ?, ?, ?, ?, ?)`),
 		session, m.Seq, m.Role, m.Content, meta, m.Created.UnixMilli()); err != nil {
 		return Message{}, fmt.Errorf("store: %w", err)
 	}
@@ -231,7 +291,7 @@ func (s *Store) Messages(ctx context.Context, tenant, session string) ([]Message
 	if _, err := s.Session(ctx, tenant, session); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, role, content, metadata, created FROM messages WHERE session = ? ORDER BY seq`, session)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, role, content, metadata, created FROM messages WHERE session = ? ORDER BY seq`), session)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -265,15 +325,31 @@ type ToolStat struct {
 // ToolStats counts the tool messages of tenant ("" for every tenant) by
 // tool, status and error code: the failure analytics of the audit.
 func (s *Store) ToolStats(ctx context.Context, tenant string) ([]ToolStat, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	field := func(path string) string {
+		if s.postgres {
+			// metadata is TEXT holding a JSON object.
+			parts := strings.Split(path, ".")
+			expr := "(messages.metadata::jsonb)"
+			for i, p := range parts {
+				op := "->"
+				if i == len(parts)-1 {
+					op = "->>"
+				}
+				expr += op + "'" + p + "'"
+			}
+			return expr
+		}
+		return "json_extract(messages.metadata, '$." + path + "')"
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`
 		SELECT sessions.tenant,
-		       COALESCE(json_extract(messages.metadata, '$.tool_id'), json_extract(messages.metadata, '$.tool_agent_output.tool_name'), ''),
-		       COALESCE(json_extract(messages.metadata, '$.tool_agent_output.status'), ''),
-		       COALESCE(json_extract(messages.metadata, '$.tool_agent_output.error.code'), ''),
+		       COALESCE(`+field("tool_id")+`, `+field("tool_agent_output.tool_name")+`, ''),
+		       COALESCE(`+field("tool_agent_output.status")+`, ''),
+		       COALESCE(`+field("tool_agent_output.error.code")+`, ''),
 		       COUNT(*)
 		FROM messages JOIN sessions ON sessions.id = messages.session
 		WHERE messages.role = 'tool' AND (? = '' OR sessions.tenant = ?)
-		GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`, tenant, tenant)
+		GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`), tenant, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}

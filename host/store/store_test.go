@@ -24,13 +24,19 @@ func open(t *testing.T, path string) *store.Store {
 	return s
 }
 
-// TestStore pins sessions and messages: order, tenant scoping (another
-// tenant gets ErrNotFound for every ID), bad input, concurrent appends
-// without a lost or repeated number, and identical history after a
-// restart.
+// TestStore runs the store's suite on SQLite and on a real PostgreSQL
+// server (started in a temporary folder; CI installs it).
 func TestStore(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { suite(t, filepath.Join(t.TempDir(), "agenthost.db")) })
+	t.Run("postgres", func(t *testing.T) { suite(t, startPostgres(t)) })
+}
+
+// suite pins sessions and messages: order, tenant scoping (another
+// tenant gets ErrNotFound for every ID), bad input, concurrent appends
+// without a lost or repeated number, failure analytics, and identical
+// history after a restart (a reopen of the same database).
+func suite(t *testing.T, path string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "agenthost.db")
 	s := open(t, path)
 	ses, err := s.CreateSession(ctx, "acme", "helper")
 	if err != nil {
