@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agenthost/agenthost/host/credential"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -82,9 +84,14 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelop
 		return abi.Failure(t.ToolID, p.err)
 	}
 	log := h.log.With("tool", t.ToolID)
+	callEnv, cerr := h.credentials(ctx, t, input)
+	if cerr != nil {
+		return abi.Failure(t.ToolID, cerr)
+	}
 	start := time.Now()
-	res, err := h.run(ctx, p, runner.Request{Input: input, Logger: log})
+	res, err := h.run(ctx, p, runner.Request{Input: input, Logger: log, Env: callEnv})
 	redact(p.grant.Env, &res)
+	redact(encodedForms(callEnv), &res)
 	if ctx.Err() != nil && (err != nil || res.Err != nil) && !(res.Err != nil && res.Err.Code == abi.CodeTimeout && time.Since(start) >= p.grant.Limits.Timeout && p.grant.Limits.Timeout > 0) {
 		// The caller (or Close) ended the call: say so, whatever the
 		// runner made of the interruption.
@@ -288,4 +295,57 @@ func redact(env map[string]string, res *runner.Result) {
 			break
 		}
 	}
+}
+
+// credentials mints the call's credentials (securityContext.credentials),
+// each in AGENTHOST_CREDENTIAL_<NAME>, and refuses arguments that carry a
+// live credential: a model must never pass one to a tool.
+func (h *Host) credentials(ctx context.Context, t *manifest.Tool, input []byte) (map[string]string, *abi.Error) {
+	if v, ok := h.opts.Credentials.(interface {
+		Verify(token, tenant, tool string) (credential.Claims, error)
+	}); ok {
+		for _, tok := range credential.Find(string(input)) {
+			if _, err := v.Verify(tok, "", ""); err == nil {
+				return nil, abi.Errorf(abi.CodeInvalidArguments, "the arguments carry a credential; credentials reach a tool only from the host, never through arguments")
+			}
+		}
+	}
+	sc := t.SecurityContext
+	if sc == nil || len(sc.Credentials) == 0 {
+		return nil, nil
+	}
+	if h.opts.Credentials == nil {
+		return nil, abi.Errorf(abi.CodeLoadError, "tool %s requests credentials and this host has no credential issuer", t.ToolID)
+	}
+	tenant := h.opts.Tenant
+	if tenant == "" {
+		tenant = "default"
+	}
+	env := make(map[string]string, len(sc.Credentials))
+	for _, name := range sc.Credentials {
+		c, err := h.opts.Credentials.Mint(ctx, credential.Request{Tenant: tenant, Tool: t.ToolID, Name: name})
+		if err != nil {
+			h.log.Error("minting a credential failed", "tool", t.ToolID, "credential", name, "error", err)
+			return nil, abi.Errorf(abi.CodeInternal, "the credential %q could not be issued", name)
+		}
+		env[credential.EnvName(name)] = c.Token
+	}
+	return env, nil
+}
+
+// encodedForms adds to a call's credentials their common encodings
+// (base64, base64url, hex), so that a tool which encodes one before
+// printing it is redacted too.
+func encodedForms(env map[string]string) map[string]string {
+	if len(env) == 0 {
+		return nil
+	}
+	out := make(map[string]string, 4*len(env))
+	for k, v := range env {
+		out[k] = v
+		out[k+"#b64"] = base64.StdEncoding.EncodeToString([]byte(v))
+		out[k+"#b64url"] = base64.RawURLEncoding.EncodeToString([]byte(v))
+		out[k+"#hex"] = hex.EncodeToString([]byte(v))
+	}
+	return out
 }

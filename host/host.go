@@ -156,6 +156,9 @@ func (h *Host) startRunners(ctx context.Context) error {
 // did not register, a workflow tool on a host without the workflow
 // engine).
 func (h *Host) checkHandler(t *manifest.Tool) error {
+	if sc := t.SecurityContext; sc != nil && len(sc.Credentials) > 0 && h.opts.Credentials == nil {
+		return fmt.Errorf("the tool requests the credentials %s, and this host has no credential issuer (Options.Credentials; agenthost serve --credential-key)", strings.Join(sc.Credentials, ", "))
+	}
 	if t.Handler.Type == manifest.HandlerServiceMethod {
 		if h.native.Has(t.Handler.ServiceName, t.Handler.MethodName) {
 			return nil

@@ -84,12 +84,16 @@ func (t *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 }
 
 // Env returns the host environment variables the native tool call's grant
-// holds (requested by the tool and allowed by the policy); empty outside
+// holds (requested by the tool and allowed by the policy), and the call's
+// short-lived credentials (AGENTHOST_CREDENTIAL_<NAME>); empty outside
 // one.
 func Env(ctx context.Context) map[string]string {
 	out := map[string]string{}
 	if c := native.GrantFrom(ctx); c != nil {
 		for k, v := range c.Grant.Env {
+			out[k] = v
+		}
+		for k, v := range c.Env {
 			out[k] = v
 		}
 	}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"github.com/agenthost/agenthost/host/credential"
 
 	"github.com/agenthost/agenthost/host/action"
 	"github.com/agenthost/agenthost/host/observation"
@@ -35,6 +36,11 @@ type Options struct {
 	// Tools are Go tools (see Func) registered before Dirs are loaded, so
 	// that manifests with handler "service-method" bind to them at load.
 	Tools []Tool
+	// Credentials mints the short-lived credentials that tools request
+	// (securityContext.credentials). Without it such tools do not load.
+	Credentials credential.Issuer
+	// Tenant scopes minted credentials ("default" when empty).
+	Tenant string
 	// CacheMaxBytes caps the host's cache folder: New evicts the least
 	// recently used entries above it. 0 means DefaultCacheMaxBytes; a
 	// negative value means no cap.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/agenthost/agenthost/host/credential"
 	"io"
 	"os"
 	"strings"
@@ -61,7 +62,10 @@ type env struct {
 	trusted      string
 	diff         string
 	serve        serveFlags
-	storePath    string
+	// issuer and tenant are set by serve for the hosts it builds.
+	issuer    credential.Issuer
+	tenant    string
+	storePath string
 	// set holds the flags given on the command line (a profile's values
 	// yield to them).
 	set map[string]bool
@@ -311,7 +315,8 @@ func (e *env) newHost(ctx context.Context, tools ...host.Tool) (*host.Host, erro
 			}
 		}
 	}
-	h, err := host.New(ctx, host.Options{Dirs: dirs, Policy: p, Logger: e.log, CacheDir: e.cacheDir, OnFailure: host.OnFailure(e.onFailure), Tools: tools})
+	h, err := host.New(ctx, host.Options{Dirs: dirs, Policy: p, Logger: e.log, CacheDir: e.cacheDir, OnFailure: host.OnFailure(e.onFailure), Tools: tools,
+		Credentials: e.issuer, Tenant: e.tenant})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/cache"
+	"github.com/agenthost/agenthost/host/credential"
 	"github.com/agenthost/agenthost/host/llm"
 	"github.com/agenthost/agenthost/host/profile"
 	"github.com/agenthost/agenthost/host/serve"
@@ -25,8 +26,8 @@ import (
 
 // serveFlags are the flags of `serve`.
 type serveFlags struct {
-	addr, auth, data, store string
-	profiles                multiFlag
+	addr, auth, data, store, credKey string
+	profiles                         multiFlag
 }
 
 func serveCommand() command {
@@ -39,6 +40,7 @@ func serveCommand() command {
 			fs.StringVar(&s.auth, "auth", "", "tokens and tenants `FILE` (YAML or JSON); without it one tenant, loopback only, and a token printed once on stderr")
 			fs.StringVar(&s.data, "data", "", "the `DIR` of the SQLite history database (default <cache>/serve)")
 			fs.StringVar(&s.store, "store", "", "a PostgreSQL `URL` (postgres://…) for the history, shared by several serve instances (instead of --data)")
+			fs.StringVar(&s.credKey, "credential-key", "", "an HMAC key `FILE` (32+ bytes, raw or hex): tools requesting credentials get a 5-minute token per call, scoped to the tenant and tool")
 			fs.Var(&s.profiles, "profiles", "a `DIR` of agent profiles (*.profile.json, agent_profile.json) for the tenant without --auth (repeatable)")
 		},
 		run: runServe,
@@ -93,12 +95,20 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}()
 	var auth *serve.Authenticator
 	var token string
+	if s.credKey != "" {
+		iss, err := credential.LoadHMAC(s.credKey)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		e.issuer = iss
+	}
 	addTenant := func(name, policyFile string, profileDirs []string) error {
 		saved, savedCache := e.policy, e.cacheDir
 		if policyFile != "" {
 			e.policy = policyFile
 		}
 		e.cacheDir = filepath.Join(root, "tenants", name)
+		e.tenant = name
 		h, err := e.newHost(ctx)
 		e.policy, e.cacheDir = saved, savedCache
 		if err != nil {

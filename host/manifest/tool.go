@@ -87,6 +87,10 @@ type SecurityContext struct {
 	NetworkAccess *NetworkAccess `json:"networkAccess,omitempty"`
 	Env           []string       `json:"env,omitempty"`
 	Limits        *Limits        `json:"limits,omitempty"`
+	// Credentials names short-lived credentials the tool receives per
+	// call, each in the environment variable AGENTHOST_CREDENTIAL_<NAME>
+	// (script and Go tools; the host must have a credential issuer).
+	Credentials []string `json:"credentials,omitempty"`
 }
 
 // FileAccess requests file-system access. Paths are globs relative to the

@@ -330,6 +330,9 @@ func (t *Tool) validateSecurity() error {
 	fail := func(ptr, format string, args ...any) error {
 		return newError(t.Path, "/securityContext"+ptr, fmt.Sprintf(format, args...), nil)
 	}
+	if len(sc.Credentials) > 0 && t.Handler.Type != HandlerScript && t.Handler.Type != HandlerServiceMethod {
+		return fail("/credentials", "credentials are handed to script and Go (service-method) tools only: a %s tool's environment is fixed when its module is prepared, so a per-call credential cannot reach it", t.Handler.Type)
+	}
 	if fa := sc.FileAccess; fa != nil {
 		for _, list := range []struct {
 			name  string

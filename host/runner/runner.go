@@ -52,6 +52,10 @@ type Request struct {
 	// Logger receives host-side diagnostics about the call; never nil
 	// when set by the host (use hclog.NewNullLogger otherwise).
 	Logger hclog.Logger
+	// Env holds variables for this call only (short-lived credentials),
+	// added to the grant's. Runners whose environment is fixed at prepare
+	// time do not take tools that need it (the manifest says so at load).
+	Env map[string]string
 }
 
 // Result is the outcome of one call.

@@ -97,7 +97,9 @@ type prepared struct {
 // Call is what a running native tool may ask of the host: its grant, and a
 // record of the accesses the host refused it.
 type Call struct {
-	Grant   *policy.Grant
+	Grant *policy.Grant
+	// Env holds this call's own variables (short-lived credentials).
+	Env     map[string]string
 	mu      sync.Mutex
 	refused []string
 }
@@ -129,7 +131,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (res runner.Resu
 	if lim.MaxOutputBytes <= 0 {
 		lim.MaxOutputBytes = DefaultMaxOutputBytes
 	}
-	call := &Call{Grant: p.grant}
+	call := &Call{Grant: p.grant, Env: req.Env}
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, call), lim.Timeout)
 	defer cancel()
 	res.Logs = []string{}

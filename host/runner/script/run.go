@@ -108,7 +108,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	cfg := &isolate.Config{
 		Path:   p.exe(),
 		Args:   p.args(),
-		Env:    p.env(tmp),
+		Env:    p.env(tmp, req.Env),
 		Dir:    tmp,
 		Stdin:  bytes.NewReader(req.Input),
 		Stdout: stdout,
@@ -332,11 +332,14 @@ func (p *prepared) exe() string {
 	return p.interp.exe
 }
 
-// env is the scrubbed environment of the child: the granted variables,
-// then the fixed ones (which a grant cannot override, except LANG).
-func (p *prepared) env(tmp string) []string {
+// env is the scrubbed environment of the child: the granted variables and
+// this call's (credentials), then the fixed ones (which a grant cannot override, except LANG).
+func (p *prepared) env(tmp string, call map[string]string) []string {
 	m := map[string]string{"LANG": "C.UTF-8"}
 	for k, v := range p.grant.Env {
+		m[k] = v
+	}
+	for k, v := range call {
 		m[k] = v
 	}
 	m["PATH"] = systemPath
