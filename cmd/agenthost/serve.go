@@ -160,7 +160,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
+	srv := api.HTTPServer()
 	msg := e.messages()
 	fmt.Fprintf(msg, "agenthost: serving on http://%s (%d tenant(s))\n", ln.Addr(), len(tenants))
 	if token != "" {

@@ -51,6 +51,20 @@ type Options struct {
 	// MaxConcurrent caps a tenant's requests in progress; beyond it the
 	// answer is 429 (DefaultMaxConcurrent when 0).
 	MaxConcurrent int
+	// HeaderTimeout bounds how long a client may take to send its request
+	// headers (slow-loris clients); DefaultHeaderTimeout when 0.
+	HeaderTimeout time.Duration
+}
+
+// DefaultHeaderTimeout is Options.HeaderTimeout's default.
+const DefaultHeaderTimeout = 10 * time.Second
+
+// HTTPServer is an http.Server for the API with the timeouts that keep
+// slow clients from holding connections: headers within HeaderTimeout, a
+// request body within a minute, idle connections closed after two. There
+// is no write timeout: agent runs stream for as long as they last.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.o.HeaderTimeout, ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
 }
 
 // Server serves the API.
@@ -77,6 +91,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
 	}
 	s := &Server{o: o, mux: http.NewServeMux(), metrics: newMetrics(), mcp: map[string]*mcp.Server{}, slots: map[string]chan struct{}{}}
 	for name, t := range o.Tenants {

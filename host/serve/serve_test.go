@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
 	"github.com/agenthost/agenthost/host/llm"
@@ -370,10 +372,11 @@ func TestAGUIClient(t *testing.T) {
 // that TestConcurrencyLimit reaches it; benchmarks raise it).
 var fixtureMaxConcurrent = 2
 
-// TestConsole opens the web console in headless Chromium: the catalogue
-// lists the tools with their grants and risk flags, and a run of the
-// "rows" profile renders the tool's result as a table from its
-// ui_schema, as a person would see it.
+// TestConsole opens the web console in headless Chromium (driven over
+// the DevTools protocol with chromedp): the catalogue lists the tools
+// with their grants and risk flags, and a run of the "rows" profile
+// renders the tool's result as a table from its ui_schema, as a person
+// would see it.
 func TestConsole(t *testing.T) {
 	chromium := ""
 	for _, c := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -389,21 +392,38 @@ func TestConsole(t *testing.T) {
 		t.Skip("chromium is not installed")
 	}
 	f := newFixture(t, filepath.Join(t.TempDir(), "db"), rowsTool())
-	dom := func(fragment string) string {
-		out, err := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
-			"--virtual-time-budget=20000", "--dump-dom", f.srv.URL+"/#"+fragment).Output()
-		if err != nil {
-			t.Fatalf("chromium: %v", err)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	bctx, cancelT := context.WithTimeout(bctx, 60*time.Second)
+	defer cancelT()
+	step := func(what string, a chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, a); err != nil {
+			t.Fatalf("%s: %v", what, err)
 		}
-		return string(out)
 	}
-	cat := dom("token=acme-token")
-	for _, want := range []string{`data-tool="core:echo"`, `data-tool="workflow:fingerprint"`, "reads the whole workspace", `data-try="text:stats"`} {
+	html := func(sel string) string {
+		t.Helper()
+		out, err := chromedp.Run(bctx, chromedp.OuterHTML(sel))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return out
+	}
+	step("open the catalogue", chromedp.Navigate(f.srv.URL+"/#token=acme-token"))
+	step("wait for its rows", chromedp.WaitVisible(`tr[data-tool="core:echo"]`))
+	cat := html("#catalogue")
+	for _, want := range []string{`data-tool="workflow:fingerprint"`, "reads the whole workspace", `data-try="text:stats"`} {
 		if !strings.Contains(cat, want) {
 			t.Errorf("the catalogue lacks %s", want)
 		}
 	}
-	run := dom("token=acme-token&run=rows&message=Show%20rows")
+	step("open a run", chromedp.Navigate(f.srv.URL+"/?run#token=acme-token&run=rows&message=Show%20rows"))
+	step("wait for its end", chromedp.WaitVisible(`[data-event="RUN_FINISHED"]`))
+	run := html("#stream")
 	for _, want := range []string{`data-event="TOOL_CALL_RESULT"`, `class="ui-table"`, "<td>apple</td>", "<td>pear</td>", "Here are the rows.", "finished: done"} {
 		if !strings.Contains(run, want) {
 			t.Errorf("the run lacks %s:\n%s", want, run)
