@@ -144,7 +144,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 		}
-		auth = serve.NewAuthenticator(af.Tokens)
+		if auth, err = serve.NewAuthenticatorFile(af); err != nil {
+			return usageError{err.Error()}
+		}
 	} else {
 		if err := addTenant("default", "", s.profiles); err != nil {
 			return err

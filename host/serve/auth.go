@@ -32,7 +32,8 @@ func (p Principal) may(scope string) bool { return slices.Contains(p.Scopes, sco
 // AuthFile is the --auth file: tokens (by the SHA-256 of the token, never
 // the token) and tenants.
 type AuthFile struct {
-	Tokens  []TokenEntry           `json:"tokens"`
+	Tokens  []TokenEntry           `json:"tokens,omitempty"`
+	JWT     *JWTConfig             `json:"jwt,omitempty"`
 	Tenants map[string]TenantEntry `json:"tenants"`
 }
 
@@ -60,8 +61,13 @@ func LoadAuthFile(path string) (*AuthFile, error) {
 	if err := yaml.UnmarshalStrict(b, &a); err != nil {
 		return nil, fmt.Errorf("auth %s: %w", path, err)
 	}
-	if len(a.Tokens) == 0 {
-		return nil, fmt.Errorf("auth %s: no tokens", path)
+	if len(a.Tokens) == 0 && a.JWT == nil {
+		return nil, fmt.Errorf("auth %s: no tokens and no jwt", path)
+	}
+	if a.JWT != nil {
+		if _, err := newJWTVerifier(*a.JWT); err != nil {
+			return nil, fmt.Errorf("auth %s: %w", path, err)
+		}
 	}
 	seen := map[string]bool{}
 	for i, t := range a.Tokens {
@@ -95,9 +101,24 @@ func LoadAuthFile(path string) (*AuthFile, error) {
 	return &a, nil
 }
 
-// Authenticator maps bearer tokens to principals.
+// Authenticator maps bearer tokens to principals: static tokens by their
+// SHA-256, and JWTs when configured.
 type Authenticator struct {
 	byHash map[string]Principal
+	jwt    *jwtVerifier
+}
+
+// NewAuthenticatorFile builds the Authenticator of an auth file.
+func NewAuthenticatorFile(a *AuthFile) (*Authenticator, error) {
+	auth := NewAuthenticator(a.Tokens)
+	if a.JWT != nil {
+		v, err := newJWTVerifier(*a.JWT)
+		if err != nil {
+			return nil, err
+		}
+		auth.jwt = v
+	}
+	return auth, nil
 }
 
 // NewAuthenticator builds an Authenticator from the tokens of an auth
@@ -129,12 +150,15 @@ func (a *Authenticator) principal(r *http.Request) (Principal, error) {
 	if !ok || tok == "" {
 		return Principal{}, errNoToken
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	p, ok := a.byHash[hex.EncodeToString(sum[:])]
-	if !ok {
-		return Principal{}, errors.New("unknown token")
+	tok = strings.TrimSpace(tok)
+	sum := sha256.Sum256([]byte(tok))
+	if p, ok := a.byHash[hex.EncodeToString(sum[:])]; ok {
+		return p, nil
 	}
-	return p, nil
+	if a.jwt != nil && strings.Count(tok, ".") == 2 {
+		return a.jwt.verify(r.Context(), tok)
+	}
+	return Principal{}, errors.New("unknown token")
 }
 
 func validID(s string) bool {

@@ -1,0 +1,130 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+)
+
+// JWTConfig accepts JSON Web Tokens signed by keys of a JWKS (an identity
+// provider's), alongside or instead of static tokens.
+type JWTConfig struct {
+	// JWKS is the URL of the key set (https, or http on loopback).
+	JWKS string `json:"jwks"`
+	// Issuer and Audience must match the token's iss and aud.
+	Issuer   string `json:"issuer"`
+	Audience string `json:"audience"`
+	// TenantClaim names the claim holding the tenant (default "tenant");
+	// scopes come from "scope" (space-separated) or "scopes" (an array).
+	TenantClaim string `json:"tenantClaim,omitempty"`
+}
+
+// jwtAlgorithms are the signature algorithms accepted (no "none", no
+// HMAC: a JWKS publishes public keys).
+var jwtAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.ES256, jose.ES384, jose.EdDSA}
+
+// jwtVerifier checks JWTs against a JWKS fetched on first use and again
+// when a token names a key it does not know (at most every 30 s).
+type jwtVerifier struct {
+	cfg     JWTConfig
+	client  *http.Client
+	mu      sync.Mutex
+	keys    jose.JSONWebKeySet
+	fetched time.Time
+	now     func() time.Time
+}
+
+func newJWTVerifier(cfg JWTConfig) (*jwtVerifier, error) {
+	if cfg.JWKS == "" || cfg.Issuer == "" || cfg.Audience == "" {
+		return nil, errors.New("jwt: jwks, issuer and audience are required")
+	}
+	if !strings.HasPrefix(cfg.JWKS, "https://") && !strings.HasPrefix(cfg.JWKS, "http://127.0.0.1") && !strings.HasPrefix(cfg.JWKS, "http://localhost") && !strings.HasPrefix(cfg.JWKS, "http://[::1]") {
+		return nil, fmt.Errorf("jwt: jwks %q must be https (or http on loopback)", cfg.JWKS)
+	}
+	if cfg.TenantClaim == "" {
+		cfg.TenantClaim = "tenant"
+	}
+	return &jwtVerifier{cfg: cfg, client: &http.Client{Timeout: 10 * time.Second}, now: time.Now}, nil
+}
+
+func (v *jwtVerifier) fetch(ctx context.Context, force bool) (jose.JSONWebKeySet, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.keys.Keys) > 0 && (!force || v.now().Sub(v.fetched) < 30*time.Second) {
+		return v.keys, nil
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, v.cfg.JWKS, nil)
+	resp, err := v.client.Do(req)
+	if err != nil {
+		return v.keys, fmt.Errorf("jwt: fetch the key set: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return v.keys, fmt.Errorf("jwt: fetch the key set: %s", resp.Status)
+	}
+	var set jose.JSONWebKeySet
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&set); err != nil {
+		return v.keys, fmt.Errorf("jwt: the key set is not JSON: %w", err)
+	}
+	v.keys, v.fetched = set, v.now()
+	return set, nil
+}
+
+// verify checks a token's signature, issuer, audience and validity times
+// (one minute of leeway), and returns its tenant and scopes.
+func (v *jwtVerifier) verify(ctx context.Context, raw string) (Principal, error) {
+	tok, err := jwt.ParseSigned(raw, jwtAlgorithms)
+	if err != nil || len(tok.Headers) != 1 {
+		return Principal{}, errors.New("jwt: malformed")
+	}
+	kid := tok.Headers[0].KeyID
+	set, err := v.fetch(ctx, false)
+	if err != nil {
+		return Principal{}, err
+	}
+	keys := set.Key(kid)
+	if len(keys) == 0 {
+		if set, err = v.fetch(ctx, true); err != nil {
+			return Principal{}, err
+		}
+		if keys = set.Key(kid); len(keys) == 0 {
+			return Principal{}, errors.New("jwt: unknown key")
+		}
+	}
+	var std jwt.Claims
+	var extra map[string]any
+	if err := tok.Claims(keys[0].Key, &std, &extra); err != nil {
+		return Principal{}, errors.New("jwt: bad signature")
+	}
+	if err := std.ValidateWithLeeway(jwt.Expected{Issuer: v.cfg.Issuer, AnyAudience: jwt.Audience{v.cfg.Audience}, Time: v.now()}, time.Minute); err != nil {
+		return Principal{}, fmt.Errorf("jwt: %w", err)
+	}
+	if std.Expiry == nil {
+		return Principal{}, errors.New("jwt: no expiry")
+	}
+	tenant, _ := extra[v.cfg.TenantClaim].(string)
+	if tenant == "" {
+		return Principal{}, fmt.Errorf("jwt: no %s claim", v.cfg.TenantClaim)
+	}
+	var scopes []string
+	if s, ok := extra["scope"].(string); ok {
+		scopes = strings.Fields(s)
+	}
+	if l, ok := extra["scopes"].([]any); ok {
+		for _, x := range l {
+			if s, ok := x.(string); ok {
+				scopes = append(scopes, s)
+			}
+		}
+	}
+	return Principal{Tenant: tenant, Scopes: scopes}, nil
+}
