@@ -40,7 +40,13 @@ type Options struct {
 	Name, Version string
 	// Logger receives diagnostics; nil means a null logger.
 	Logger hclog.Logger
+	// MaxMessageBytes caps one HTTP request body (DefaultMaxMessageBytes
+	// when 0): a larger message is answered 413, never read whole.
+	MaxMessageBytes int64
 }
+
+// DefaultMaxMessageBytes is Options.MaxMessageBytes's default.
+const DefaultMaxMessageBytes = 4 << 20
 
 // Meta keys of a tool's _meta and of a failed call's _meta.
 const (
@@ -53,12 +59,13 @@ const (
 // Server is a host's catalogue as an MCP server. It follows the catalogue
 // while it lives: Close stops that.
 type Server struct {
-	h      *host.Host
-	srv    *sdk.Server
-	log    hclog.Logger
-	unsub  func()
-	mu     sync.Mutex
-	listed map[string]string // wire name -> "id@version" served now
+	h       *host.Host
+	srv     *sdk.Server
+	log     hclog.Logger
+	unsub   func()
+	mu      sync.Mutex
+	listed  map[string]string // wire name -> "id@version" served now
+	maxBody int64
 }
 
 // New builds the server for h and lists its tools.
@@ -73,7 +80,10 @@ func New(h *host.Host, opts Options) *Server {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	s := &Server{h: h, log: log, listed: map[string]string{}}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	s := &Server{h: h, log: log, listed: map[string]string{}, maxBody: opts.MaxMessageBytes}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version},
 		&sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}}})
 	s.sync()
@@ -96,9 +106,18 @@ func (s *Server) RunStdio(ctx context.Context) error {
 // Run serves one client over t (for tests and embedders).
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error { return s.srv.Run(ctx, t) }
 
-// Handler serves Streamable HTTP (mount it at /mcp).
+// Handler serves Streamable HTTP (mount it at /mcp). A request body over
+// Options.MaxMessageBytes is refused with 413.
 func (s *Server) Handler() http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, nil)
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, nil)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.maxBody {
+			http.Error(w, "the message is larger than the limit", http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // sync makes the SDK's tool list match the catalogue: the tools a model

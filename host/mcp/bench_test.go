@@ -1,0 +1,62 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/agenthost/agenthost/host/mcp"
+)
+
+// BenchmarkCall is tools/call of core:echo through the MCP server, over
+// Streamable HTTP on loopback (one client, reused connection) and over an
+// in-process transport (what stdio costs without the pipe), against
+// host.Call of the same tool in the same run.
+func BenchmarkCall(b *testing.B) {
+	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
+	srv := mcp.New(h, mcp.Options{})
+	defer srv.Close()
+	ctx := context.Background()
+	args := map[string]any{"a": 1}
+	call := func(b *testing.B, cs *sdk.ClientSession) {
+		for b.Loop() {
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "core__echo", Arguments: args})
+			if err != nil || res.IsError {
+				b.Fatal(err, res)
+			}
+		}
+	}
+	b.Run("host", func(b *testing.B) {
+		for b.Loop() {
+			if env := h.Call(ctx, "core:echo", json.RawMessage(`{"a":1}`)); env.Error != nil {
+				b.Fatal(env.Error)
+			}
+		}
+	})
+	b.Run("http", func(b *testing.B) {
+		ts := httptest.NewServer(srv.Handler())
+		defer ts.Close()
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.URL}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		call(b, cs)
+	})
+	b.Run("stream", func(b *testing.B) {
+		st, ct := sdk.NewInMemoryTransports()
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go srv.Run(sctx, st)
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		call(b, cs)
+	})
+}
