@@ -4,6 +4,7 @@ import (
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/audit"
+	"github.com/agenthost/agenthost/host/store"
 )
 
 // routes is the endpoint table: the mux and the OpenAPI document are both
@@ -20,7 +21,10 @@ func (s *Server) routes() []route {
 		{Method: "GET", Path: "/openapi.json", Summary: "this document", Scope: ScopeCall, handle: s.openapi},
 		{Method: "GET", Path: "/v1/tools", Summary: "the tools a model may call", Scope: ScopeCall, Response: ToolList{}, handle: s.listTools},
 		{Method: "GET", Path: "/v1/tools/{id}", Summary: "one tool", Scope: ScopeCall, Response: ToolInfo{}, handle: s.getTool},
-		{Method: "POST", Path: "/v1/tools/{id}/call", Summary: "call a tool with a JSON object of arguments; the envelope says how it went", Scope: ScopeCall, Request: map[string]any{}, Response: abi.Envelope{}, handle: s.callTool},
+		{Method: "POST", Path: "/v1/tools/{id}/call", Summary: "call a tool with a JSON object of arguments; the envelope says how it went (?async=true: 202 and a job)", Scope: ScopeCall, Request: map[string]any{}, Response: abi.Envelope{}, handle: s.callTool},
+		{Method: "GET", Path: "/v1/jobs/{id}", Summary: "an asynchronous call: running, or done with its envelope", Scope: ScopeCall, Response: store.Job{}, handle: s.getJob},
+		{Method: "DELETE", Path: "/v1/jobs/{id}", Summary: "cancel a running job (CANCELLED, the guest stopped); answers with the ended job", Scope: ScopeCall, Response: store.Job{}, handle: s.cancelJob},
+		{Method: "GET", Path: "/v1/jobs/{id}/events", Summary: "a job as server-sent events: status, then result", Scope: ScopeCall, Response: store.Job{}, Stream: true, handle: s.jobEvents},
 		{Method: "POST", Path: "/v1/exec", Summary: "run the ACTION block of a model's output", Scope: ScopeCall, Request: ExecRequest{}, Response: host.Turn{}, handle: s.exec},
 		{Method: "POST", Path: "/v1/sessions", Summary: "start a session with an agent profile", Scope: ScopeSessions, Request: NewSession{}, Response: SessionRef{}, handle: s.newSession},
 		{Method: "POST", Path: "/v1/sessions/{id}/messages", Summary: "send a user message; the agent's run streams as AG-UI events", Scope: ScopeSessions, Request: UserMessage{}, Response: AGUIEvent{}, Stream: true, handle: s.postMessage},

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -76,6 +77,7 @@ type Server struct {
 	mcp      map[string]*mcp.Server
 	slots    map[string]chan struct{}
 	runs     sync.WaitGroup
+	jobs     *jobs
 }
 
 // New builds the server.
@@ -95,7 +97,13 @@ func New(o Options) (*Server, error) {
 	if o.HeaderTimeout <= 0 {
 		o.HeaderTimeout = DefaultHeaderTimeout
 	}
-	s := &Server{o: o, mux: http.NewServeMux(), metrics: newMetrics(), mcp: map[string]*mcp.Server{}, slots: map[string]chan struct{}{}}
+	s := &Server{o: o, mux: http.NewServeMux(), metrics: newMetrics(), mcp: map[string]*mcp.Server{}, slots: map[string]chan struct{}{}, jobs: newJobs()}
+	// Jobs left running by a previous process did not finish.
+	if n, err := o.Store.InterruptJobs(context.Background(), interruptedResult("")); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	} else if n > 0 {
+		o.Logger.Warn("jobs interrupted by the last stop", "jobs", n)
+	}
 	for name, t := range o.Tenants {
 		s.mcp[name] = mcp.New(t.Host, mcp.Options{})
 		s.slots[name] = make(chan struct{}, o.MaxConcurrent)
@@ -117,7 +125,7 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // http.Server.Shutdown.
 func (s *Server) Drain() { s.draining.Store(true) }
 
-// Wait waits for agent runs in progress to end, or ctx.
+// Wait waits for agent runs and jobs in progress to end, or ctx.
 func (s *Server) Wait(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { s.runs.Wait(); close(done) }()

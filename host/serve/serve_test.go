@@ -154,7 +154,10 @@ func TestAPI(t *testing.T) {
 		{"bad json", "POST", "/v1/tools/core:echo/call", "acme-token", js, `{"a":`, 400, `"INVALID_JSON"`},
 		{"content type", "POST", "/v1/tools/core:echo/call", "acme-token", "text/plain", `{}`, 415, `"UNSUPPORTED_MEDIA_TYPE"`},
 		{"too large", "POST", "/v1/tools/core:echo/call", "acme-token", js, `{"a":"` + strings.Repeat("x", 70<<10) + `"}`, 413, `"TOO_LARGE"`},
-		{"async refused", "POST", "/v1/tools/core:echo/call?async=true", "acme-token", js, `{}`, 400, `"ASYNC_UNAVAILABLE"`},
+		{"async", "POST", "/v1/tools/core:echo/call?async=true", "acme-token", js, `{}`, 202, `"status":"running"`},
+		{"async bad value", "POST", "/v1/tools/core:echo/call?async=maybe", "acme-token", js, `{}`, 400, `async must be`},
+		{"async unknown tool", "POST", "/v1/tools/nope:x/call?async=true", "acme-token", js, `{}`, 404, `"UNKNOWN_TOOL"`},
+		{"unknown job", "GET", "/v1/jobs/nope", "acme-token", "", "", 404, `"NOT_FOUND"`},
 		{"exec", "POST", "/v1/exec", "acme-token", js, `{"output":"<ACTION><core:echo><a>1</a></core:echo></ACTION>"}`, 200, `"observation"`},
 		{"exec unknown field", "POST", "/v1/exec", "acme-token", js, `{"output":"x","extra":1}`, 400, `"INVALID_JSON"`},
 		{"unknown endpoint", "GET", "/v2/whatever", "acme-token", "", "", 404, `"NOT_FOUND"`},
@@ -183,7 +186,7 @@ func TestAPI(t *testing.T) {
 	if status != 200 || json.Unmarshal([]byte(body), &doc) != nil || doc.OpenAPI != "3.1.0" {
 		t.Fatalf("openapi %d", status)
 	}
-	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/tools", "/v1/tools/{id}", "/v1/tools/{id}/call", "/v1/exec", "/v1/sessions", "/v1/sessions/{id}/messages", "/v1/sessions/{id}/history", "/v1/agents/{profile}/runs", "/mcp"} {
+	for _, p := range []string{"/v1/jobs/{id}", "/v1/jobs/{id}/events", "/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/tools", "/v1/tools/{id}", "/v1/tools/{id}/call", "/v1/exec", "/v1/sessions", "/v1/sessions/{id}/messages", "/v1/sessions/{id}/history", "/v1/agents/{profile}/runs", "/mcp"} {
 		if doc.Paths[p] == nil {
 			t.Errorf("openapi lacks %s", p)
 		}
@@ -431,5 +434,55 @@ func TestConsole(t *testing.T) {
 	}
 	if status, body := f.do(t, "GET", "/", "", "", ""); status != 200 || !strings.Contains(body, "agenthost console") {
 		t.Errorf("GET /: %d", status)
+	}
+}
+
+// TestJobs pins asynchronous calls: 202 and a job at once; its events end
+// with the result; a running job is cancelled (the tool sees it, the
+// result is CANCELLED); another tenant gets 404 for it.
+func TestJobs(t *testing.T) {
+	type none struct{}
+	stopped := make(chan struct{}, 1)
+	slow := host.Func("app:slow", "Slow.", func(ctx context.Context, _ none) (map[string]int, error) {
+		<-ctx.Done()
+		stopped <- struct{}{}
+		return nil, ctx.Err()
+	})
+	f := newFixture(t, filepath.Join(t.TempDir(), "db"), slow)
+	jobID := func(body string) string {
+		var ref serve.JobRef
+		if err := json.Unmarshal([]byte(body), &ref); err != nil || ref.ID == "" {
+			t.Fatalf("job ref %s", body)
+		}
+		return ref.ID
+	}
+	status, body := f.do(t, "POST", "/v1/tools/core:echo/call?async=true", "acme-token", "application/json", `{"job":1}`)
+	if status != 202 {
+		t.Fatalf("%d %s", status, body)
+	}
+	id := jobID(body)
+	status, body = f.do(t, "GET", "/v1/jobs/"+id+"/events", "acme-token", "", "")
+	if status != 200 || !strings.Contains(body, "event: status") || !strings.Contains(body, "event: result") || !strings.Contains(body, `\"job\":1`) && !strings.Contains(body, `"job":1`) {
+		t.Fatalf("events %d %s", status, body)
+	}
+	if status, _ := f.do(t, "GET", "/v1/jobs/"+id, "beta-token", "", ""); status != 404 {
+		t.Errorf("another tenant's job: %d", status)
+	}
+	status, body = f.do(t, "POST", "/v1/tools/app:slow/call?async=true", "acme-token", "application/json", `{}`)
+	if status != 202 {
+		t.Fatalf("%d %s", status, body)
+	}
+	slowID := jobID(body)
+	if _, body := f.do(t, "GET", "/v1/jobs/"+slowID, "acme-token", "", ""); !strings.Contains(body, `"status":"running"`) {
+		t.Fatalf("running job %s", body)
+	}
+	status, body = f.do(t, "DELETE", "/v1/jobs/"+slowID, "acme-token", "", "")
+	if status != 200 || !strings.Contains(body, `"status":"done"`) || !strings.Contains(body, "CANCELLED") {
+		t.Fatalf("cancel %d %s", status, body)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tool did not see the cancel")
 	}
 }

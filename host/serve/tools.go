@@ -68,17 +68,25 @@ func (s *Server) getTool(w http.ResponseWriter, r *http.Request, c *call) {
 
 // callTool answers with the envelope: 200 whatever the tool did (the
 // envelope's status says), 404 for an unknown tool, 400 for arguments
-// that are not JSON; ?async=true is refused until a jobs API exists.
+// that are not JSON. With ?async=true it answers 202 with a job at once.
 func (s *Server) callTool(w http.ResponseWriter, r *http.Request, c *call) {
-	if r.URL.Query().Has("async") {
-		writeError(w, http.StatusBadRequest, "ASYNC_UNAVAILABLE", "async calls need a jobs API, which this server does not have yet; call without ?async")
-		return
+	async := false
+	if q := r.URL.Query(); q.Has("async") {
+		if q.Get("async") != "true" && q.Get("async") != "false" {
+			writeError(w, http.StatusBadRequest, "INVALID_ARGUMENTS", "async must be true or false")
+			return
+		}
+		async = q.Get("async") == "true"
 	}
 	var args json.RawMessage
 	if !readJSON(w, r, &args, false) {
 		return
 	}
 	id := r.PathValue("id")
+	if async {
+		s.startJob(w, r, c, id, args)
+		return
+	}
 	env := c.tenant.Host.Call(r.Context(), id, args)
 	code := ""
 	if env.Error != nil {

@@ -76,6 +76,17 @@ var migrations = []string{
 		created BIGINT NOT NULL,
 		PRIMARY KEY (session, seq)
 	);`,
+	`CREATE TABLE jobs (
+		id TEXT PRIMARY KEY,
+		tenant TEXT NOT NULL,
+		tool TEXT NOT NULL,
+		status TEXT NOT NULL,
+		input TEXT NOT NULL,
+		result TEXT,
+		created BIGINT NOT NULL,
+		updated BIGINT NOT NULL
+	);
+	CREATE INDEX jobs_tenant ON jobs(tenant);`,
 }
 
 // Open opens the store: a PostgreSQL database for a postgres:// or
@@ -363,4 +374,84 @@ func (s *Store) ToolStats(ctx context.Context, tenant string) ([]ToolStat, error
 		out = append(out, st)
 	}
 	return out, rows.Err()
+}
+
+// Job statuses.
+const (
+	JobRunning = "running"
+	JobDone    = "done"
+)
+
+// Job is an asynchronous tool call: running, or done with the call's
+// envelope as its result.
+type Job struct {
+	ID      string          `json:"id"`
+	Tool    string          `json:"tool"`
+	Status  string          `json:"status"`
+	Input   json.RawMessage `json:"input"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Created time.Time       `json:"created"`
+	Updated time.Time       `json:"updated"`
+}
+
+// CreateJob records a running job of tenant.
+func (s *Store) CreateJob(ctx context.Context, tenant, tool string, input json.RawMessage) (Job, error) {
+	if len(input) > MaxContent {
+		return Job{}, fmt.Errorf("store: the input is %d bytes; the limit is %d", len(input), MaxContent)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	j := Job{ID: newID(), Tool: tool, Status: JobRunning, Input: input, Created: now, Updated: now}
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO jobs (id, tenant, tool, status, input, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+		j.ID, tenant, tool, j.Status, string(input), now.UnixMilli(), now.UnixMilli())
+	if err != nil {
+		return Job{}, fmt.Errorf("store: %w", err)
+	}
+	return j, nil
+}
+
+// FinishJob stores a job's result (the call's envelope as JSON).
+func (s *Store) FinishJob(ctx context.Context, tenant, id string, result json.RawMessage) error {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE jobs SET status = ?, result = ?, updated = ? WHERE id = ? AND tenant = ?`),
+		JobDone, string(result), time.Now().UTC().UnixMilli(), id, tenant)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Job returns the tenant's job id, or ErrNotFound.
+func (s *Store) Job(ctx context.Context, tenant, id string) (Job, error) {
+	var j Job
+	var input string
+	var result sql.NullString
+	var created, updated int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, tool, status, input, result, created, updated FROM jobs WHERE id = ? AND tenant = ?`), id, tenant).
+		Scan(&j.ID, &j.Tool, &j.Status, &input, &result, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Job{}, ErrNotFound
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("store: %w", err)
+	}
+	j.Input = json.RawMessage(input)
+	if result.Valid {
+		j.Result = json.RawMessage(result.String)
+	}
+	j.Created, j.Updated = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
+	return j, nil
+}
+
+// InterruptJobs ends the jobs still marked running (their server stopped
+// during the call) with result, and returns how many it ended. A server
+// calls it at start, before it runs jobs of its own.
+func (s *Store) InterruptJobs(ctx context.Context, result json.RawMessage) (int64, error) {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE jobs SET status = ?, result = ?, updated = ? WHERE status = ?`),
+		JobDone, string(result), time.Now().UTC().UnixMilli(), JobRunning)
+	if err != nil {
+		return 0, fmt.Errorf("store: %w", err)
+	}
+	return res.RowsAffected()
 }

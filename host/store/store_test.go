@@ -89,6 +89,20 @@ func suite(t *testing.T, path string) {
 			t.Fatalf("message %d has seq %d", i, m.Seq)
 		}
 	}
+	job, err := s.CreateJob(ctx, "acme", "core:echo", json.RawMessage(`{"a":1}`))
+	if err != nil || job.Status != store.JobRunning {
+		t.Fatalf("job %+v %v", job, err)
+	}
+	if _, err := s.Job(ctx, "other", job.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("another tenant's job: %v", err)
+	}
+	if err := s.FinishJob(ctx, "other", job.ID, json.RawMessage(`{}`)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("another tenant finishes a job: %v", err)
+	}
+	running, _ := s.CreateJob(ctx, "acme", "core:echo", json.RawMessage(`{}`))
+	if err := s.FinishJob(ctx, "acme", job.ID, json.RawMessage(`{"status":"success"}`)); err != nil {
+		t.Fatal(err)
+	}
 	stats, err := s.ToolStats(ctx, "acme")
 	if err != nil || len(stats) != 1 || stats[0].Tool != "core__echo" || stats[0].Status != "success" || stats[0].Calls != 1 {
 		t.Fatalf("stats %+v %v", stats, err)
@@ -107,6 +121,16 @@ func suite(t *testing.T, path string) {
 	b, _ := json.Marshal(after)
 	if string(a) != string(b) || string(after[1].Metadata) != string(meta) {
 		t.Fatal("history differs after a restart")
+	}
+	// Jobs survive the restart; one left running is interrupted.
+	if j, err := s2.Job(ctx, "acme", job.ID); err != nil || j.Status != store.JobDone || string(j.Result) != `{"status":"success"}` {
+		t.Fatalf("the finished job after a restart: %+v %v", j, err)
+	}
+	if n, err := s2.InterruptJobs(ctx, json.RawMessage(`{"status":"failure"}`)); err != nil || n != 1 {
+		t.Fatalf("interrupted %d, %v", n, err)
+	}
+	if j, _ := s2.Job(ctx, "acme", running.ID); j.Status != store.JobDone || string(j.Result) != `{"status":"failure"}` {
+		t.Fatalf("the interrupted job: %+v", j)
 	}
 }
 
