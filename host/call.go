@@ -25,6 +25,16 @@ import (
 // unknown tools and every tool failure are failure envelopes with an error
 // code, never a Go error or a panic.
 func (h *Host) Call(ctx context.Context, id string, args json.RawMessage) abi.Envelope {
+	if h.opts.Tracer != nil {
+		ctx, end := h.startSpan(ctx, id)
+		env := h.callJSON(ctx, id, args)
+		end(env)
+		return env
+	}
+	return h.callJSON(ctx, id, args)
+}
+
+func (h *Host) callJSON(ctx context.Context, id string, args json.RawMessage) abi.Envelope {
 	start := time.Now()
 	t, err := h.reg.Lookup(id)
 	if err != nil {
@@ -48,6 +58,16 @@ func (h *Host) Call(ctx context.Context, id string, args json.RawMessage) abi.En
 // an ACTION block, where every leaf is a string): they are coerced by the
 // tool's parameter schema before validation.
 func (h *Host) CallArgs(ctx context.Context, id string, args map[string]any) abi.Envelope {
+	if h.opts.Tracer != nil {
+		ctx, end := h.startSpan(ctx, id)
+		env := h.callArgs(ctx, id, args)
+		end(env)
+		return env
+	}
+	return h.callArgs(ctx, id, args)
+}
+
+func (h *Host) callArgs(ctx context.Context, id string, args map[string]any) abi.Envelope {
 	start := time.Now()
 	t, err := h.reg.Lookup(id)
 	if err != nil {

@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"github.com/agenthost/agenthost/host/credential"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agenthost/agenthost/host/action"
 	"github.com/agenthost/agenthost/host/observation"
@@ -39,8 +40,13 @@ type Options struct {
 	// Credentials mints the short-lived credentials that tools request
 	// (securityContext.credentials). Without it such tools do not load.
 	Credentials credential.Issuer
-	// Tenant scopes minted credentials ("default" when empty).
+	// Tenant scopes minted credentials ("default" when empty) and is
+	// recorded on traces.
 	Tenant string
+	// Tracer, when set, records an OpenTelemetry span per tool call
+	// (execute_tool, with the generative-AI attributes). Nil costs
+	// nothing.
+	Tracer trace.Tracer
 	// CacheMaxBytes caps the host's cache folder: New evicts the least
 	// recently used entries above it. 0 means DefaultCacheMaxBytes; a
 	// negative value means no cap.

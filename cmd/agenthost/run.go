@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/agenthost/agenthost/host/credential"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"os"
 	"strings"
@@ -65,6 +66,7 @@ type env struct {
 	// issuer and tenant are set by serve for the hosts it builds.
 	issuer    credential.Issuer
 	tenant    string
+	tracer    trace.Tracer
 	storePath string
 	// set holds the flags given on the command line (a profile's values
 	// yield to them).
@@ -316,7 +318,7 @@ func (e *env) newHost(ctx context.Context, tools ...host.Tool) (*host.Host, erro
 		}
 	}
 	h, err := host.New(ctx, host.Options{Dirs: dirs, Policy: p, Logger: e.log, CacheDir: e.cacheDir, OnFailure: host.OnFailure(e.onFailure), Tools: tools,
-		Credentials: e.issuer, Tenant: e.tenant})
+		Credentials: e.issuer, Tenant: e.tenant, Tracer: e.tracer})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}

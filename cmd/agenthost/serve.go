@@ -15,6 +15,11 @@ import (
 
 	"os/signal"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/cache"
 	"github.com/agenthost/agenthost/host/credential"
@@ -26,8 +31,8 @@ import (
 
 // serveFlags are the flags of `serve`.
 type serveFlags struct {
-	addr, auth, data, store, credKey string
-	profiles                         multiFlag
+	addr, auth, data, store, credKey, otlp string
+	profiles                               multiFlag
 }
 
 func serveCommand() command {
@@ -41,6 +46,7 @@ func serveCommand() command {
 			fs.StringVar(&s.data, "data", "", "the `DIR` of the SQLite history database (default <cache>/serve)")
 			fs.StringVar(&s.store, "store", "", "a PostgreSQL `URL` (postgres://…) for the history, shared by several serve instances (instead of --data)")
 			fs.StringVar(&s.credKey, "credential-key", "", "an HMAC key `FILE` (32+ bytes, raw or hex): tools requesting credentials get a 5-minute token per call, scoped to the tenant and tool")
+			fs.StringVar(&s.otlp, "otlp", "", "export a trace span per tool call (execute_tool, generative-AI attributes) over OTLP/HTTP to `URL` (e.g. http://127.0.0.1:4318)")
 			fs.Var(&s.profiles, "profiles", "a `DIR` of agent profiles (*.profile.json, agent_profile.json) for the tenant without --auth (repeatable)")
 		},
 		run: runServe,
@@ -95,6 +101,20 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}()
 	var auth *serve.Authenticator
 	var token string
+	if s.otlp != "" {
+		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(s.otlp))
+		if err != nil {
+			return usageError{"--otlp: " + err.Error()}
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
+			sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "agenthost"))))
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tp.Shutdown(sctx)
+		}()
+		e.tracer = tp.Tracer("github.com/agenthost/agenthost")
+	}
 	if s.credKey != "" {
 		iss, err := credential.LoadHMAC(s.credKey)
 		if err != nil {

@@ -6,11 +6,13 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,7 +28,16 @@ func TestServe(t *testing.T) {
 	}
 	toolpacks, _ := filepath.Abs("../../toolpacks")
 	profiles, _ := filepath.Abs("../../examples/agent")
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--dir", toolpacks, "--profiles", profiles, "--log-level", "error")
+	// An OTLP/HTTP receiver on loopback counts the trace exports.
+	var exports atomic.Int32
+	otlp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/traces" && r.ContentLength != 0 {
+			exports.Add(1)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer otlp.Close()
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--dir", toolpacks, "--profiles", profiles, "--log-level", "error", "--otlp", otlp.URL)
 	cache := t.TempDir()
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache)
 	stderr, _ := cmd.StderrPipe()
@@ -86,6 +97,9 @@ func TestServe(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+	if exports.Load() == 0 {
+		t.Error("no trace was exported over OTLP")
 	}
 	// The audit reads the failure analytics from the history.
 	var out, errb bytes.Buffer

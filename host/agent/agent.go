@@ -336,7 +336,7 @@ func (r *run) callTool(ctx context.Context, callID, name, rawArgs string) (ToolA
 		if failed {
 			env = abi.Failure(id, abi.Errorf(prev, "this exact call already failed with %s; it was not run again. Change the arguments or use another tool%s", prev, r.alternatives(id)))
 		} else {
-			env = r.h.Call(ctx, id, args)
+			env = r.h.Call(host.WithCallID(ctx, callID), id, args)
 		}
 	}
 	out := stepOf(name, callID, args, env)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/store"
 )
 
@@ -65,7 +66,7 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request, c *call, id st
 		defer s.runs.Done()
 		defer close(done)
 		defer cancel()
-		env := c.tenant.Host.Call(ctx, id, args)
+		env := c.tenant.Host.Call(host.WithCallID(ctx, j.ID), id, args)
 		code := ""
 		if env.Error != nil {
 			code = string(env.Error.Code)
