@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"github.com/agenthost/agenthost/host/credential"
 	"runtime/debug"
+	"sort"
 	"strings"
 	"time"
 
@@ -303,6 +304,9 @@ func redact(env map[string]string, res *runner.Result) {
 	if len(secrets) == 0 {
 		return
 	}
+	// Longest first: a secret that is a prefix of another (a base64 form
+	// without its padding) must not cut the longer one short.
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
 	pairs := make([]string, 0, 2*len(secrets))
 	for _, v := range secrets {
 		pairs = append(pairs, v, redactedMark)
