@@ -32,7 +32,7 @@ func TestTracing(t *testing.T) {
 	attrs := func(i int) map[string]string {
 		m := map[string]string{}
 		for _, kv := range spans[i].Attributes() {
-			m[string(kv.Key)] = kv.Value.Emit()
+			m[string(kv.Key)] = kv.Value.String()
 		}
 		return m
 	}
