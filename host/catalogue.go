@@ -133,6 +133,16 @@ func (h *Host) rebuild(dirs []string) (Change, error) {
 		_, f := next.LoadDirChecked(dir, h.dirCheck(dir))
 		failures = append(failures, f...)
 	}
+	imported, f := h.importedTools()
+	for _, t := range imported {
+		if err := next.Add(t); err != nil {
+			f = append(f, registry.Failure{Path: t.Path, ToolID: t.ToolID, Err: err})
+		}
+	}
+	for _, fl := range f {
+		next.AddFailure(fl)
+	}
+	failures = append(failures, f...)
 	old := h.reg.All()
 	byPath := map[string]*manifest.Tool{}
 	for _, t := range old {

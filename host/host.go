@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agenthost/agenthost/host/runner/mcpclient"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,10 @@ type Host struct {
 	closed   bool
 	inflight sync.WaitGroup // calls running
 	prepared map[*manifest.Tool]*prepared
+
+	// mcp runs the tools imported from the policy's MCP servers.
+	mcp     *mcpclient.Runner
+	mcpLock *mcpclient.Lock
 }
 
 // New builds a host from opts and loads opts.Dirs. A toolpack folder that
@@ -90,6 +95,13 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 			_ = h.Close(ctx)
 			return nil, err
 		}
+	}
+	if len(h.opts.Dirs) == 0 && h.mcp != nil {
+		// Imported tools load with the catalogue, even without folders.
+		h.cat.mu.Lock()
+		ch, _ := h.rebuild(h.cat.dirs)
+		h.cat.mu.Unlock()
+		h.notify(ch)
 	}
 	return h, nil
 }
@@ -148,7 +160,7 @@ func (h *Host) startRunners(ctx context.Context) error {
 	h.native = native.New()
 	h.runners = map[string]runner.Runner{keyWasiCommand: wr, keyExtism: er, keyScript: sr, manifest.HandlerServiceMethod: h.native,
 		manifest.HandlerWorkflow: workflowRunner{h}}
-	return nil
+	return h.startMCP(sr)
 }
 
 // checkHandler rejects at load a tool this host cannot run: a handler type

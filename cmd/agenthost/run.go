@@ -63,6 +63,7 @@ type env struct {
 	trusted      string
 	diff         string
 	serve        serveFlags
+	noDirs       bool
 	// issuer and tenant are set by serve for the hosts it builds.
 	issuer    credential.Issuer
 	tenant    string
@@ -78,7 +79,7 @@ func commands() []command {
 	return []command{
 		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
-		runCommand(), schemaCommand(), mcpCommand(), serveCommand(), testCommand(), cacheCommand(),
+		runCommand(), schemaCommand(), mcpCommand(), mcpImportCommand(), serveCommand(), testCommand(), cacheCommand(),
 		packCommand(), signCommand(), verifyCommand(), pushCommand(), pullCommand(), versionCommand(),
 	}
 }
@@ -288,10 +289,21 @@ func (e *env) loadPolicy() (*policy.Policy, error) {
 }
 
 func (e *env) toolDirs() []string {
+	if e.noDirs {
+		return nil
+	}
 	if len(e.dirs) == 0 {
 		return []string{"toolpacks"}
 	}
 	return e.dirs
+}
+
+// newHostNoDirs builds a host with no toolpack folder (for commands about
+// the policy itself).
+func (e *env) newHostNoDirs(ctx context.Context) (*host.Host, error) {
+	e.noDirs = true
+	defer func() { e.noDirs = false }()
+	return e.newHost(ctx)
 }
 
 // newHost builds a host from the global flags.

@@ -8,6 +8,9 @@ const (
 	HandlerScript        = "external-script"
 	HandlerServiceMethod = "service-method"
 	HandlerWorkflow      = "workflow"
+	// HandlerMCP runs a tool the host imported from an MCP server; no
+	// manifest file may use it (see Imported).
+	HandlerMCP = "mcp"
 )
 
 // WASM guest ABIs.
@@ -49,6 +52,9 @@ type Tool struct {
 	Path string `json:"-"`
 	Dir  string `json:"-"`
 
+	// imported marks a tool built by Imported (namespace mcp).
+	imported bool
+
 	// state holds what Validate and Load computed (compiled schemas,
 	// resolved file, digest); nil until then. See validate.go.
 	state *state
@@ -78,6 +84,10 @@ type Handler struct {
 
 	// workflow
 	Workflow string `json:"workflow,omitempty"`
+
+	// mcp (imported tools only)
+	Server string `json:"server,omitempty"`
+	Tool   string `json:"tool,omitempty"`
 }
 
 // SecurityContext is the capabilities a tool requests. It is a request,

@@ -105,7 +105,7 @@ func (t *Tool) validate(withSchema bool) error {
 		return fail("/toolId", "namespace %q is reserved for workflow tools (handler type %q)", ns, HandlerWorkflow)
 	case ns != NamespaceWorkflow && t.Handler.Type == HandlerWorkflow:
 		return fail("/toolId", "a workflow tool's id must be in the %q namespace, as in workflow:%s", NamespaceWorkflow, IDPart(strings.ReplaceAll(t.ToolID, ":", "_")))
-	case ns == NamespaceMCP:
+	case ns == NamespaceMCP && !t.imported:
 		return fail("/toolId", "namespace %q is reserved for tools imported from MCP servers", ns)
 	}
 	if strings.TrimSpace(t.DisplayName) == "" {
@@ -210,6 +210,7 @@ func (t *Tool) validateHandler() error {
 		"sha256": h.SHA256 != "", "config": h.Config != nil, "outputFormat": h.OutputFormat != "",
 		"scriptPath": h.ScriptPath != "", "language": h.Language != "",
 		"serviceName": h.ServiceName != "", "methodName": h.MethodName != "", "workflow": h.Workflow != "",
+		"server": h.Server != "", "tool": h.Tool != "",
 	}
 	var allowed []string
 	switch h.Type {
@@ -221,12 +222,17 @@ func (t *Tool) validateHandler() error {
 		allowed = []string{"serviceName", "methodName"}
 	case HandlerWorkflow:
 		allowed = []string{"workflow"}
+	case HandlerMCP:
+		if !t.imported {
+			return fail("type", "handler type %q is for tools the host imports from MCP servers (the policy's mcpServers)", h.Type)
+		}
+		return nil
 	default:
 		return fail("type", "unknown handler type %q; want %q, %q, %q or %q", h.Type,
 			HandlerWasm, HandlerScript, HandlerServiceMethod, HandlerWorkflow)
 	}
 	for _, f := range []string{"module", "abi", "entryPoint", "sha256", "config", "outputFormat",
-		"scriptPath", "language", "serviceName", "methodName", "workflow"} {
+		"scriptPath", "language", "serviceName", "methodName", "workflow", "server", "tool"} {
 		if set[f] && !slices.Contains(allowed, f) {
 			return fail(f, "%s does not apply to handler type %q", f, h.Type)
 		}

@@ -64,6 +64,9 @@ type Policy struct {
 	// are enforced, any other is an error.
 	TrustedKeys []string `json:"trustedKeys,omitempty"`
 	signers     []toolpack.Signer
+	// MCPServers are MCP servers whose tools the host imports as
+	// mcp:<server>.<tool> (see MCPServer).
+	MCPServers map[string]MCPServer `json:"mcpServers,omitempty"`
 
 	// source names the file the policy came from, for error messages.
 	source string
@@ -191,6 +194,15 @@ func (p *Policy) resolve(base string) {
 		p.Workspace = "."
 	}
 	p.Workspace = abs(p.Workspace)
+	for name, m := range p.MCPServers {
+		if m.Command != "" {
+			if m.Cwd == "" {
+				m.Cwd = "."
+			}
+			m.Cwd = abs(m.Cwd)
+			p.MCPServers[name] = m
+		}
+	}
 	if p.CacheDir != "" {
 		p.CacheDir = abs(p.CacheDir)
 	} else if dir, err := os.UserCacheDir(); err == nil {

@@ -102,6 +102,7 @@ func (p *Policy) Validate() error {
 		}
 		p.signers = s
 	}
+	v.mcpServers(p)
 	if p.RequireSignature && len(p.signers) == 0 {
 		v.add("/requireSignature", "requireSignature needs trustedKeys: allowed-signers lines such as \"alice@example.com ssh-ed25519 AAAA…\"")
 	}

@@ -520,3 +520,14 @@ func (r *Registry) Reject(t *manifest.Tool, err error) Failure {
 	r.failures = append(r.failures, f)
 	return f
 }
+
+// AddFailure records a load failure found outside a folder scan (an MCP
+// server without pins); Lookup of its tool ID then gives LOAD_ERROR.
+func (r *Registry) AddFailure(f Failure) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f.ToolID != "" {
+		r.broken[f.ToolID] = f
+	}
+	r.failures = append(r.failures, f)
+}

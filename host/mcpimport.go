@@ -1,0 +1,118 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/registry"
+	"github.com/agenthost/agenthost/host/runner/mcpclient"
+	"github.com/agenthost/agenthost/host/runner/script"
+)
+
+// startMCP builds the runner of imported tools when the policy names MCP
+// servers: their pins come from the lock file beside the policy.
+func (h *Host) startMCP(sr *script.Runner) error {
+	if len(h.policy.MCPServers) == 0 {
+		return nil
+	}
+	lock, err := mcpclient.ReadLock(h.MCPLockPath())
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	h.mcpLock = lock
+	h.mcp = mcpclient.New(mcpclient.Options{
+		Policy: h.policy, Lock: lock, Spawn: sr.Spawn, Logger: h.log.Named("mcp"),
+		Grant: func(server string) *policy.Grant {
+			return h.policy.Grant(mcpServerTool(h.policy, server), h.opts.LookupEnv)
+		},
+	})
+	h.runners[manifest.HandlerMCP] = h.mcp
+	h.closers = append(h.closers, func(context.Context) error { return h.mcp.Close() })
+	return nil
+}
+
+// mcpServerTool stands for a server's process in grant computations: its
+// securityContext, its folder as $TOOL, and the ID mcp:<server> (so the
+// policy's tools section may override it).
+func mcpServerTool(p *policy.Policy, server string) *manifest.Tool {
+	cfg := p.MCPServers[server]
+	return &manifest.Tool{ToolID: manifest.NamespaceMCP + ":" + server, Dir: cfg.Cwd, SecurityContext: cfg.SecurityContext}
+}
+
+// MCPLockPath is the lock file of the pinned MCP tool definitions, beside
+// the policy file ("" without one).
+func (h *Host) MCPLockPath() string {
+	if h.policy.Source() == "" {
+		return ""
+	}
+	return mcpclient.LockPath(h.policy.Source())
+}
+
+// MCPServers lists the policy's MCP servers, sorted.
+func (h *Host) MCPServers() []string {
+	var out []string
+	for name := range h.policy.MCPServers {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// MCPDefinitions starts (or reaches) the MCP server and returns its tool
+// definitions as it offers them now, for pinning and diffs.
+func (h *Host) MCPDefinitions(ctx context.Context, server string) ([]mcpclient.Definition, error) {
+	if h.mcp == nil {
+		return nil, fmt.Errorf("the policy names no MCP server")
+	}
+	_, defs, stop, err := h.mcp.Connect(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	stop()
+	return defs, nil
+}
+
+// importedTools builds the manifests of the pinned tools of every MCP
+// server of the policy. A server without pins is a failure saying how to
+// pin it.
+func (h *Host) importedTools() ([]*manifest.Tool, []registry.Failure) {
+	if h.mcp == nil {
+		return nil, nil
+	}
+	var tools []*manifest.Tool
+	var failures []registry.Failure
+	lockPath := h.MCPLockPath()
+	for _, name := range h.MCPServers() {
+		cfg := h.policy.MCPServers[name]
+		pins := h.mcpLock.Servers[name]
+		if len(pins) == 0 {
+			failures = append(failures, registry.Failure{Path: lockPath, ToolID: manifest.NamespaceMCP + ":" + name,
+				Err: &manifest.Error{Path: lockPath, Reason: fmt.Sprintf("the MCP server %s has no pinned tools: review them and run agenthost mcp-import pin %s", name, name)}})
+			continue
+		}
+		var names []string
+		for n := range pins {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			d := pins[n].Definition
+			var ann struct {
+				Idempotent bool `json:"idempotentHint"`
+			}
+			_ = json.Unmarshal(d.Annotations, &ann)
+			t, err := manifest.Imported(name, d.Name, d.Title, d.Description, d.InputSchema, d.OutputSchema, cfg.SecurityContext, ann.Idempotent)
+			if err != nil {
+				failures = append(failures, registry.Failure{Path: lockPath, Err: err})
+				continue
+			}
+			t.Path, t.Dir = lockPath+"#"+name+"/"+d.Name, cfg.Cwd
+			tools = append(tools, t)
+		}
+	}
+	return tools, failures
+}

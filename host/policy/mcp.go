@@ -1,0 +1,85 @@
+package policy
+
+import (
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agenthost/agenthost/host/manifest"
+)
+
+// MCPServer is one entry of a policy's mcpServers, in the shape of Claude
+// Desktop's and VS Code's configuration: Command, Args, Env and Cwd for a
+// server the host starts and speaks to over stdio (run under the script
+// bridge's isolation with the grant of its SecurityContext: by default
+// its folder (Cwd) read-only, $TMP, no network), or URL and Headers for a
+// remote server over Streamable HTTP (its host must be inside the
+// network ceiling).
+type MCPServer struct {
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	// Cwd is the server's folder, relative to the policy file (default:
+	// the policy's folder); the process starts there and may read it.
+	Cwd     string            `json:"cwd,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// SecurityContext is what the server's process requests, under the
+	// policy's ceiling like a tool's.
+	SecurityContext *manifest.SecurityContext `json:"securityContext,omitempty"`
+}
+
+// Remote reports whether the server is reached over HTTP.
+func (m MCPServer) Remote() bool { return m.URL != "" }
+
+func (v *validator) mcpServers(p *Policy) {
+	for _, name := range slices.Sorted(maps.Keys(p.MCPServers)) {
+		m := p.MCPServers[name]
+		ptr := "/mcpServers/" + name
+		switch {
+		case m.Command == "" && m.URL == "":
+			v.add(ptr, "give command (a server the host starts) or url (a remote server)")
+			continue
+		case m.Command != "" && m.URL != "":
+			v.add(ptr, "give command or url, not both")
+			continue
+		}
+		if m.URL != "" {
+			if len(m.Args)+len(m.Env) > 0 || m.Cwd != "" {
+				v.add(ptr, "args, env and cwd apply to a command, not to a url")
+			}
+			u, err := url.Parse(m.URL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				v.add(ptr+"/url", "%q is not an http(s) URL", m.URL)
+				continue
+			}
+			port, _ := strconv.Atoi(u.Port())
+			if !p.ceilingAllows(u.Scheme, strings.ToLower(u.Hostname()), port) {
+				v.add(ptr+"/url", "%s is not inside networkAccess.allowHosts", u.Host)
+			}
+			continue
+		}
+		if len(m.Headers) > 0 {
+			v.add(ptr+"/headers", "headers apply to a url, not to a command")
+		}
+		for k := range m.Env {
+			if !validEnvName(k) {
+				v.add(ptr+"/env", "%q is not an environment variable name", k)
+			}
+		}
+	}
+}
+
+// ceilingAllows reports whether the policy-wide network ceiling admits a
+// host.
+func (p *Policy) ceilingAllows(scheme, host string, port int) bool {
+	g := &Grant{}
+	for _, h := range p.NetworkAccess.AllowHosts {
+		if r, err := ParseHostRule(h); err == nil {
+			g.Hosts = append(g.Hosts, r)
+		}
+	}
+	return g.AllowsHost(scheme, host, port)
+}

@@ -1,0 +1,57 @@
+// Command server is a small MCP server (stdio) for agenthost's tests:
+// echo (its description read from description.txt beside it, so a test
+// can change the definition: a rug-pull), add (structured output), and
+// readfile (reads any path it is given: the sandbox must stop it outside
+// its folder).
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type echoIn struct {
+	Text string `json:"text"`
+}
+
+type addIn struct {
+	A float64 `json:"a"`
+	B float64 `json:"b"`
+}
+
+type addOut struct {
+	Sum float64 `json:"sum"`
+}
+
+type readIn struct {
+	Path string `json:"path"`
+}
+
+func main() {
+	exe, _ := os.Executable()
+	desc, err := os.ReadFile(filepath.Join(filepath.Dir(exe), "description.txt"))
+	if err != nil {
+		desc = []byte("Echoes its text.")
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "test-server", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: strings.TrimSpace(string(desc))}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Adds two numbers."}, func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+		return nil, addOut{Sum: in.A + in.B}, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "readfile", Description: "Reads a file."}, func(_ context.Context, _ *mcp.CallToolRequest, in readIn) (*mcp.CallToolResult, any, error) {
+		b, err := os.ReadFile(in.Path)
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+	})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		os.Exit(1)
+	}
+}
