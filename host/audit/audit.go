@@ -461,6 +461,8 @@ func handlerOf(h manifest.Handler) Handler {
 		out.Service = h.ServiceName + "." + h.MethodName
 	case manifest.HandlerWorkflow:
 		out.Module = h.Workflow
+	case manifest.HandlerMCP:
+		out.Service = "mcp server " + h.Server + ", tool " + h.Tool
 	}
 	return out
 }

@@ -66,6 +66,9 @@ type Server struct {
 	mu      sync.Mutex
 	listed  map[string]string // wire name -> "id@version" served now
 	maxBody int64
+
+	httpOnce sync.Once
+	http     http.Handler
 }
 
 // New builds the server for h and lists its tools.
@@ -109,6 +112,13 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error { return s.srv.
 // Handler serves Streamable HTTP (mount it at /mcp). A request body over
 // Options.MaxMessageBytes is refused with 413.
 func (s *Server) Handler() http.Handler {
+	s.httpOnce.Do(func() { s.http = s.newHandler() })
+	return s.http
+}
+
+// newHandler builds the one Streamable HTTP handler of the server (it
+// holds the sessions: every request must reach the same one).
+func (s *Server) newHandler() http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, nil)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > s.maxBody {
