@@ -15,6 +15,7 @@ var frontEnds = map[string]bool{
 	"github.com/agenthost/agenthost/host/agent":    true,
 	"github.com/agenthost/agenthost/host/hosttest": true,
 	"github.com/agenthost/agenthost/host/serve":    true,
+	"github.com/agenthost/agenthost/host/queue":    true,
 }
 
 // TestLayers fails when a package under host/ imports the facade without
