@@ -63,6 +63,7 @@ type env struct {
 	trusted      string
 	diff         string
 	serve        serveFlags
+	worker       workerFlags
 	noDirs       bool
 	// issuer and tenant are set by serve for the hosts it builds.
 	issuer    credential.Issuer
@@ -79,7 +80,7 @@ func commands() []command {
 	return []command{
 		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
-		runCommand(), schemaCommand(), mcpCommand(), mcpImportCommand(), serveCommand(), testCommand(), cacheCommand(),
+		runCommand(), schemaCommand(), mcpCommand(), mcpImportCommand(), serveCommand(), workerCommand(), testCommand(), cacheCommand(),
 		packCommand(), signCommand(), verifyCommand(), pushCommand(), pullCommand(), versionCommand(),
 	}
 }

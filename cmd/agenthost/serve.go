@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,19 +21,23 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/cache"
 	"github.com/agenthost/agenthost/host/credential"
 	"github.com/agenthost/agenthost/host/llm"
 	"github.com/agenthost/agenthost/host/profile"
+	"github.com/agenthost/agenthost/host/queue"
 	"github.com/agenthost/agenthost/host/serve"
 	"github.com/agenthost/agenthost/host/store"
 )
 
 // serveFlags are the flags of `serve`.
 type serveFlags struct {
-	addr, auth, data, store, credKey, otlp string
-	profiles                               multiFlag
+	addr, auth, data, store, credKey, otlp, nats string
+	profiles                                     multiFlag
 }
 
 func serveCommand() command {
@@ -47,6 +52,7 @@ func serveCommand() command {
 			fs.StringVar(&s.store, "store", "", "a PostgreSQL `URL` (postgres://…) for the history, shared by several serve instances (instead of --data)")
 			fs.StringVar(&s.credKey, "credential-key", "", "an HMAC key `FILE` (32+ bytes, raw or hex): tools requesting credentials get a 5-minute token per call, scoped to the tenant and tool")
 			fs.StringVar(&s.otlp, "otlp", "", "export a trace span per tool call (execute_tool, generative-AI attributes) over OTLP/HTTP to `URL` (e.g. http://127.0.0.1:4318)")
+			fs.StringVar(&s.nats, "nats", "", "run tool calls on workers (agenthost worker) over the NATS JetStream server at `URL` instead of in this process")
 			fs.Var(&s.profiles, "profiles", "a `DIR` of agent profiles (*.profile.json, agent_profile.json) for the tenant without --auth (repeatable)")
 		},
 		run: runServe,
@@ -92,13 +98,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	tenants := map[string]*serve.Tenant{}
-	var hosts []*host.Host
-	defer func() {
-		for _, h := range hosts {
-			h.Close(context.Background())
-		}
-	}()
 	var auth *serve.Authenticator
 	var token string
 	if s.otlp != "" {
@@ -122,58 +121,36 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		e.issuer = iss
 	}
-	addTenant := func(name, policyFile string, profileDirs []string) error {
-		saved, savedCache := e.policy, e.cacheDir
-		if policyFile != "" {
-			e.policy = policyFile
+	tenants, hosts, af, err := e.buildTenants(ctx, root, s.auth, s.profiles)
+	defer func() {
+		for _, h := range hosts {
+			h.Close(context.Background())
 		}
-		e.cacheDir = filepath.Join(root, "tenants", name)
-		e.tenant = name
-		h, err := e.newHost(ctx)
-		e.policy, e.cacheDir = saved, savedCache
-		if err != nil {
-			return err
-		}
-		hosts = append(hosts, h)
-		profs, err := loadProfiles(profileDirs)
-		if err != nil {
-			return err
-		}
-		tenants[name] = &serve.Tenant{Name: name, Host: h, Profiles: profs, Provider: profileProvider}
-		return nil
+	}()
+	if err != nil {
+		return err
 	}
-	if s.auth != "" {
-		af, err := serve.LoadAuthFile(s.auth)
-		if err != nil {
-			return usageError{err.Error()}
-		}
-		base := filepath.Dir(s.auth)
-		for name, t := range af.Tenants {
-			pol := t.Policy
-			if pol != "" && !filepath.IsAbs(pol) {
-				pol = filepath.Join(base, pol)
-			}
-			var dirs []string
-			for _, d := range t.Profiles {
-				if !filepath.IsAbs(d) {
-					d = filepath.Join(base, d)
-				}
-				dirs = append(dirs, d)
-			}
-			if err := addTenant(name, pol, dirs); err != nil {
-				return err
-			}
-		}
+	if af != nil {
 		if auth, err = serve.NewAuthenticatorFile(af); err != nil {
 			return usageError{err.Error()}
 		}
 	} else {
-		if err := addTenant("default", "", s.profiles); err != nil {
-			return err
-		}
 		auth, token = serve.SingleToken("default")
 	}
-	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, Logger: e.log.Named("serve")})
+	var remote func(context.Context, string, string, json.RawMessage) (abi.Envelope, error)
+	if s.nats != "" {
+		nc, err := nats.Connect(s.nats, nats.Name("agenthost serve"))
+		if err != nil {
+			return usageError{"--nats: " + err.Error()}
+		}
+		defer nc.Close()
+		d, err := queue.NewDispatcher(ctx, nc, queue.Options{Logger: e.log.Named("queue")})
+		if err != nil {
+			return err
+		}
+		remote = d.Call
+	}
+	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, Logger: e.log.Named("serve"), Remote: remote})
 	if err != nil {
 		return err
 	}
@@ -271,4 +248,58 @@ func profileProvider(p *profile.Profile) (llm.Provider, string, error) {
 		return a, m.Name, err
 	}
 	return nil, "", fmt.Errorf("profile %s: provider %q", p.ID, m.Provider)
+}
+
+// buildTenants builds one host per tenant: from an auth file (each
+// tenant's policy and profile folders, relative to it) or, without one,
+// the tenant "default" with the global policy and profiles. Each tenant's
+// cache is its own folder under root.
+func (e *env) buildTenants(ctx context.Context, root, authPath string, profiles []string) (map[string]*serve.Tenant, []*host.Host, *serve.AuthFile, error) {
+	tenants := map[string]*serve.Tenant{}
+	var hosts []*host.Host
+	add := func(name, policyFile string, profileDirs []string) error {
+		saved, savedCache := e.policy, e.cacheDir
+		if policyFile != "" {
+			e.policy = policyFile
+		}
+		e.cacheDir = filepath.Join(root, "tenants", name)
+		e.tenant = name
+		h, err := e.newHost(ctx)
+		e.policy, e.cacheDir = saved, savedCache
+		if err != nil {
+			return err
+		}
+		hosts = append(hosts, h)
+		profs, err := loadProfiles(profileDirs)
+		if err != nil {
+			return err
+		}
+		tenants[name] = &serve.Tenant{Name: name, Host: h, Profiles: profs, Provider: profileProvider}
+		return nil
+	}
+	if authPath == "" {
+		return tenants, hosts, nil, add("default", "", profiles)
+	}
+	af, err := serve.LoadAuthFile(authPath)
+	if err != nil {
+		return nil, hosts, nil, usageError{err.Error()}
+	}
+	base := filepath.Dir(authPath)
+	for name, t := range af.Tenants {
+		pol := t.Policy
+		if pol != "" && !filepath.IsAbs(pol) {
+			pol = filepath.Join(base, pol)
+		}
+		var dirs []string
+		for _, d := range t.Profiles {
+			if !filepath.IsAbs(d) {
+				d = filepath.Join(base, d)
+			}
+			dirs = append(dirs, d)
+		}
+		if err := add(name, pol, dirs); err != nil {
+			return nil, hosts, nil, err
+		}
+	}
+	return tenants, hosts, af, nil
 }

@@ -17,7 +17,9 @@ import (
 )
 
 // startNATS runs an embedded nats-server with JetStream on a free port.
-func startNATS(t *testing.T) string {
+func startNATS(t *testing.T) string { return startNATSB(t) }
+
+func startNATSB(t testing.TB) string {
 	t.Helper()
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
 	if err != nil {
@@ -31,7 +33,9 @@ func startNATS(t *testing.T) string {
 	return s.ClientURL()
 }
 
-func connect(t *testing.T, url string) *nats.Conn {
+func connect(t *testing.T, url string) *nats.Conn { return connectB(t, url) }
+
+func connectB(t testing.TB, url string) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -243,4 +247,24 @@ func TestBackPressure(t *testing.T) {
 		t.Fatal("the refusal was not immediate")
 	}
 	wg.Wait()
+}
+
+// startWorkerB runs a worker over the first-party toolpacks (benchmarks).
+func startWorkerB(b testing.TB, url, name string, o queue.Options) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := host.New(ctx, host.Options{Dirs: []string{hosttest.Toolpacks(b)}, CacheDir: hosttest.CacheDir(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	nc, err := nats.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := queue.NewWorker(ctx, nc, name, map[string]*host.Host{"acme": h}, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	b.Cleanup(func() { cancel(); <-done; nc.Close(); h.Close(context.Background()) })
 }

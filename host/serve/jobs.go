@@ -66,7 +66,10 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request, c *call, id st
 		defer s.runs.Done()
 		defer close(done)
 		defer cancel()
-		env := c.tenant.Host.Call(host.WithCallID(ctx, j.ID), id, args)
+		env, err := s.run(host.WithCallID(ctx, j.ID), c, id, args)
+		if err != nil {
+			env = abi.Failure(id, abi.Errorf(abi.CodeToolError, "the call could not be run: %s", err.Error()))
+		}
 		code := ""
 		if env.Error != nil {
 			code = string(env.Error.Code)

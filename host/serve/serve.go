@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/llm"
 	"github.com/agenthost/agenthost/host/mcp"
@@ -55,6 +56,10 @@ type Options struct {
 	// HeaderTimeout bounds how long a client may take to send its request
 	// headers (slow-loris clients); DefaultHeaderTimeout when 0.
 	HeaderTimeout time.Duration
+	// Remote, when set, runs tool calls (direct and jobs) elsewhere (on
+	// queue workers) instead of on the tenant's host. An error is the
+	// remote side's (saturated, unreachable): the answer is 503.
+	Remote func(ctx context.Context, tenant, tool string, args json.RawMessage) (abi.Envelope, error)
 }
 
 // DefaultHeaderTimeout is Options.HeaderTimeout's default.
@@ -281,4 +286,12 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any, strict bool) bool {
 
 func isJSON(ct string) bool {
 	return len(ct) >= 16 && ct[:16] == "application/json"
+}
+
+// call runs a tool call of a tenant: on its host, or through Remote.
+func (s *Server) run(ctx context.Context, c *call, id string, args json.RawMessage) (abi.Envelope, error) {
+	if s.o.Remote != nil {
+		return s.o.Remote(ctx, c.p.Tenant, id, args)
+	}
+	return c.tenant.Host.Call(ctx, id, args), nil
 }

@@ -87,7 +87,12 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request, c *call) {
 		s.startJob(w, r, c, id, args)
 		return
 	}
-	env := c.tenant.Host.Call(r.Context(), id, args)
+	env, err := s.run(r.Context(), c, id, args)
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", err.Error())
+		return
+	}
 	code := ""
 	if env.Error != nil {
 		code = string(env.Error.Code)
