@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"github.com/agenthost/agenthost/host/runner"
 	"runtime"
 	"sort"
 	"sync"
@@ -86,6 +87,11 @@ type ToolHealth struct {
 	Calls       int64      `json:"calls"`
 	Failures    int64      `json:"failures"`
 	LastFailure *abi.Error `json:"lastFailure,omitempty"`
+	// InFlight is how many calls of the tool run now.
+	InFlight int `json:"inFlight"`
+	// Pool says how the tool's pool of ready instances served calls (nil
+	// for tools without one).
+	Pool *runner.PoolStats `json:"pool,omitempty"`
 }
 
 // health is the per-tool call record behind Health.
@@ -137,6 +143,11 @@ func (h *Host) Health() []ToolHealth {
 				if p.err != nil {
 					th.Loaded, th.LoadError = false, p.err.Message
 				}
+				if st, ok := p.run.(runner.Statser); ok {
+					ps := st.PoolStats()
+					th.Pool = &ps
+				}
+				th.InFlight = p.active()
 			default:
 			}
 		}

@@ -177,3 +177,10 @@ func (h *Host) Close(ctx context.Context) error {
 	h.closers = nil
 	return errors.Join(errs...)
 }
+
+// active is how many calls use p now.
+func (p *prepared) active() int {
+	p.refMu.Lock()
+	defer p.refMu.Unlock()
+	return p.refs
+}

@@ -138,6 +138,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		auth, token = serve.SingleToken("default")
 	}
 	var remote func(context.Context, string, string, json.RawMessage) (abi.Envelope, error)
+	var depth func() (int64, error)
 	if s.nats != "" {
 		nc, err := nats.Connect(s.nats, nats.Name("agenthost serve"))
 		if err != nil {
@@ -149,8 +150,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		remote = d.Call
+		depth = func() (int64, error) {
+			qctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			return d.Depth(qctx)
+		}
 	}
-	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, Logger: e.log.Named("serve"), Remote: remote})
+	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, Logger: e.log.Named("serve"), Remote: remote, QueueDepth: depth})
 	if err != nil {
 		return err
 	}

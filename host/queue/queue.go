@@ -318,3 +318,16 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	reply(env)
 }
+
+// Depth is how many calls wait in the queue for a worker.
+func (d *Dispatcher) Depth(ctx context.Context) (int64, error) {
+	s, err := d.js.Stream(ctx, Stream)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int64(info.State.Msgs), nil
+}

@@ -44,6 +44,20 @@ type Closer interface {
 	Close() error
 }
 
+// PoolStats are what a Prepared that keeps ready instances says of its
+// pool: calls served by a ready instance (Hits), calls that had to make
+// one (Misses), and instances thrown away instead of reused (Discards).
+type PoolStats struct {
+	Hits, Misses, Discards uint64
+	// Ready is how many instances wait for a call now.
+	Ready int
+}
+
+// Statser is implemented by a Prepared with a pool of instances.
+type Statser interface {
+	PoolStats() PoolStats
+}
+
 // Request is one call.
 type Request struct {
 	// Input is the validated, coerced arguments as compact JSON with

@@ -60,6 +60,9 @@ type Options struct {
 	// queue workers) instead of on the tenant's host. An error is the
 	// remote side's (saturated, unreachable): the answer is 503.
 	Remote func(ctx context.Context, tenant, tool string, args json.RawMessage) (abi.Envelope, error)
+	// QueueDepth, when set, reports the calls waiting for a worker (the
+	// agenthost_queue_depth gauge).
+	QueueDepth func() (int64, error)
 }
 
 // DefaultHeaderTimeout is Options.HeaderTimeout's default.
@@ -109,6 +112,7 @@ func New(o Options) (*Server, error) {
 	} else if n > 0 {
 		o.Logger.Warn("jobs interrupted by the last stop", "jobs", n)
 	}
+	s.metrics.reg.MustRegister(newHostCollector(s))
 	for name, t := range o.Tenants {
 		s.mcp[name] = mcp.New(t.Host, mcp.Options{})
 		s.slots[name] = make(chan struct{}, o.MaxConcurrent)

@@ -175,11 +175,16 @@ func TestAPI(t *testing.T) {
 			}
 		})
 	}
-	if status, body := f.do(t, "GET", "/metrics", "admin-token", "", ""); status != 200 || !strings.Contains(body, `agenthost_tool_calls_total{code="",status="success",tenant="acme",tool="core:echo"}`) {
-		t.Fatalf("metrics %d %s", status, body)
+	status, body := f.do(t, "GET", "/metrics", "admin-token", "", "")
+	for _, want := range []string{`agenthost_tool_calls_total{code="",status="success",tenant="acme",tool="core:echo"}`,
+		`agenthost_tool_call_seconds_bucket{tenant="acme",tool="core:echo"`, `agenthost_pool_hits_total{tenant="acme",tool="core:echo"}`,
+		`agenthost_pool_ready_instances{tenant="acme",tool="core:echo"}`} {
+		if status != 200 || !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 	// Every route is in the OpenAPI document.
-	status, body := f.do(t, "GET", "/openapi.json", "acme-token", "", "")
+	status, body = f.do(t, "GET", "/openapi.json", "acme-token", "", "")
 	var doc struct {
 		OpenAPI string                    `json:"openapi"`
 		Paths   map[string]map[string]any `json:"paths"`

@@ -97,7 +97,7 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request, c *call) {
 	if env.Error != nil {
 		code = string(env.Error.Code)
 	}
-	s.metrics.call(c.p.Tenant, env.ToolID, string(env.Status), code)
+	s.metrics.call(c.p.Tenant, env.ToolID, string(env.Status), code, env.DurationMs/1000)
 	status := http.StatusOK
 	if code == string(abi.CodeUnknownTool) {
 		status = http.StatusNotFound
@@ -120,7 +120,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *call) {
 		if env.Error != nil {
 			code = string(env.Error.Code)
 		}
-		s.metrics.call(c.p.Tenant, env.ToolID, string(env.Status), code)
+		s.metrics.call(c.p.Tenant, env.ToolID, string(env.Status), code, env.DurationMs/1000)
 	}
 	writeJSON(w, http.StatusOK, turn)
 }

@@ -278,3 +278,20 @@ var _ runner.Prepared = (*prepared)(nil)
 
 // Interface guard
 var _ runner.Closer = (*prepared)(nil)
+
+// PoolStats implements runner.Statser for tools with a pool of ready
+// instances (zero for the others).
+func (p *prepared) PoolStats() runner.PoolStats {
+	if p.fast == nil {
+		return runner.PoolStats{}
+	}
+	if p.fast.slots != nil {
+		h, m, d := p.fast.slots.stats()
+		return runner.PoolStats{Hits: h, Misses: m, Discards: d, Ready: len(p.fast.slots.ready)}
+	}
+	if mp, ok := p.fast.pool.(*memoryPool); ok {
+		h, m := mp.stats()
+		return runner.PoolStats{Hits: h, Misses: m}
+	}
+	return runner.PoolStats{}
+}
