@@ -49,8 +49,8 @@ func WithUI(hints map[string]string) FuncOption { return func(s *funcSpec) { s.u
 // (MCP's idempotentHint).
 func WithIdempotent() FuncOption { return func(s *funcSpec) { s.idempotent = true } }
 
-// WithAsync asks that calls return a job handle. This host has no async
-// jobs API yet: Register then fails with the load error saying so.
+// WithAsync marks the tool's calls as long: agenthost serve answers them
+// with a job handle (see manifest.Tool.Async).
 func WithAsync() FuncOption { return func(s *funcSpec) { s.async = true } }
 
 // WithDisplayName sets the human name (default: the ID).

@@ -40,8 +40,10 @@ type Tool struct {
 	// UI holds display hints for the tool's result ({"kind": "table",
 	// "rows": "/items"}): the agent loop hands them on as ui_hints.
 	UI map[string]string `json:"ui,omitempty"`
-	// Async asks that calls return a job handle. This host has no jobs API
-	// yet, so a tool asking for it does not load (see Validate).
+	// Async says calls are long: the HTTP API (agenthost serve) answers
+	// them with a job handle at once (202), as for ?async=true. Callers
+	// of the library API, the CLI, the agent loop and MCP get the result
+	// when the call ends.
 	Async bool `json:"async,omitempty"`
 	// Idempotent says a call is safe to retry with the same arguments
 	// (MCP's idempotentHint).

@@ -93,9 +93,6 @@ func (t *Tool) validate(withSchema bool) error {
 	fail := func(ptr, format string, args ...any) error {
 		return newError(t.Path, ptr, fmt.Sprintf(format, args...), nil)
 	}
-	if t.Async {
-		return fail("/async", "async: true asks for calls that return a job handle, and this host has no async jobs API yet; remove it (calls then run to completion)")
-	}
 	ns, _, err := SplitID(t.ToolID)
 	if err != nil {
 		return newError(t.Path, "/toolId", "invalid tool id", err)

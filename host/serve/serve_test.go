@@ -454,7 +454,14 @@ func TestJobs(t *testing.T) {
 		stopped <- struct{}{}
 		return nil, ctx.Err()
 	})
-	f := newFixture(t, filepath.Join(t.TempDir(), "db"), slow)
+	later := host.Func("app:later", "Long.", func(context.Context, none) (map[string]int, error) { return map[string]int{"ok": 1}, nil }, host.WithAsync())
+	f := newFixture(t, filepath.Join(t.TempDir(), "db"), slow, later)
+	if status, body := f.do(t, "POST", "/v1/tools/app:later/call", "acme-token", "application/json", `{}`); status != 202 || !strings.Contains(body, `"status":"running"`) {
+		t.Fatalf("an async tool: %d %s", status, body)
+	}
+	if status, body := f.do(t, "POST", "/v1/tools/app:later/call?async=false", "acme-token", "application/json", `{}`); status != 200 || !strings.Contains(body, `"ok":1`) {
+		t.Fatalf("an async tool inline: %d %s", status, body)
+	}
 	jobID := func(body string) string {
 		var ref serve.JobRef
 		if err := json.Unmarshal([]byte(body), &ref); err != nil || ref.ID == "" {

@@ -83,6 +83,13 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	id := r.PathValue("id")
+	if !r.URL.Query().Has("async") {
+		// A tool whose manifest says async answers with a job unless the
+		// caller asks otherwise (?async=false).
+		if t, err := c.tenant.Host.Tool(id); err == nil && t.Async {
+			async = true
+		}
+	}
 	if async {
 		s.startJob(w, r, c, id, args)
 		return
