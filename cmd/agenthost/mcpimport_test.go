@@ -183,7 +183,9 @@ func TestMCPImportEverything(t *testing.T) {
 func TestMCPImportRemote(t *testing.T) {
 	toolpacks, _ := filepath.Abs("../../toolpacks")
 	ctx := context.Background()
-	inner, err := host.New(ctx, host.Options{Dirs: []string{filepath.Join(toolpacks, "core")}, CacheDir: t.TempDir()})
+	// The shared test cache: the inner host's first call must not compile
+	// echo.wasm from scratch (slow under the race detector).
+	inner, err := host.New(ctx, host.Options{Dirs: []string{filepath.Join(toolpacks, "core")}, CacheDir: filepath.Join(os.TempDir(), "agenthost-test-cache")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +202,7 @@ func TestMCPImportRemote(t *testing.T) {
 	defer ts.Close()
 	pdir := t.TempDir()
 	pol := filepath.Join(pdir, "policy.yaml")
-	os.WriteFile(pol, []byte("networkAccess: {allowHosts: [\""+ts.URL+"\"]}\nmcpServers:\n  remote:\n    url: "+ts.URL+"\n    headers: {X-Token: t1}\n"), 0o644)
+	os.WriteFile(pol, []byte("limits: {default: {timeoutMs: 60000}}\nnetworkAccess: {allowHosts: [\""+ts.URL+"\"]}\nmcpServers:\n  remote:\n    url: "+ts.URL+"\n    headers: {X-Token: t1}\n"), 0o644)
 	cache := t.TempDir()
 	var out, errb bytes.Buffer
 	if code := run(ctx, []string{"--policy", pol, "--cache-dir", cache, "mcp-import", "pin"}, strings.NewReader(""), &out, &errb); code != 0 {
