@@ -61,13 +61,8 @@ func runAudit(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if gate != 0 {
-		if found := rep.AtOrAbove(gate); len(found) > 0 {
-			w := e.messages()
-			fmt.Fprintf(w, "agenthost: audit: %d finding(s) at or above %s:\n", len(found), gate)
-			for _, f := range found {
-				fmt.Fprintf(w, "  %s\n", escapeText(f.String()))
-			}
-			return exitError{1}
+		if err := e.failGate("audit: %d finding(s)", gate, rep.AtOrAbove(gate)); err != nil {
+			return err
 		}
 	}
 	if len(h.Failures()) > 0 {
@@ -98,14 +93,7 @@ func runAuditDiff(ctx context.Context, e *env, gate audit.Severity) error {
 		return err
 	}
 	if gate != 0 {
-		if found := d.AtOrAbove(gate); len(found) > 0 {
-			w := e.messages()
-			fmt.Fprintf(w, "agenthost: audit --diff: %d change(s) at or above %s:\n", len(found), gate)
-			for _, f := range found {
-				fmt.Fprintf(w, "  %s\n", escapeText(f.String()))
-			}
-			return exitError{1}
-		}
+		return e.failGate("audit --diff: %d change(s)", gate, d.AtOrAbove(gate))
 	}
 	return nil
 }
@@ -134,4 +122,18 @@ func addHistory(ctx context.Context, rep *audit.Report, path string) error {
 	}
 	rep.AddHistory(counts)
 	return nil
+}
+
+// failGate lists the findings at or above gate and exits 1 when there are
+// any (what: "audit: %d finding(s)").
+func (e *env) failGate(what string, gate audit.Severity, found []audit.Finding) error {
+	if len(found) == 0 {
+		return nil
+	}
+	w := e.messages()
+	fmt.Fprintf(w, "agenthost: "+what+" at or above %s:\n", len(found), gate)
+	for _, f := range found {
+		fmt.Fprintf(w, "  %s\n", escapeText(f.String()))
+	}
+	return exitError{1}
 }

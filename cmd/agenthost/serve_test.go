@@ -45,22 +45,8 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(stderr)
-	var base, token string
-	addr := regexp.MustCompile(`serving on (http://\S+)`)
-	tok := regexp.MustCompile(`token \(shown once\): (\S+)`)
-	for (base == "" || token == "") && sc.Scan() {
-		if m := addr.FindStringSubmatch(sc.Text()); m != nil {
-			base = m[1]
-		}
-		if m := tok.FindStringSubmatch(sc.Text()); m != nil {
-			token = m[1]
-		}
-	}
+	base, token := serveBanner(t, bufio.NewScanner(stderr))
 	go io.Copy(io.Discard, stderr)
-	if base == "" || token == "" {
-		t.Fatal("serve printed no address or token")
-	}
 	do := func(method, path, body string) (int, string) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -119,4 +105,23 @@ func TestServeUsage(t *testing.T) {
 	if code := run(context.Background(), []string{"serve", "--addr", "0.0.0.0:8080"}, strings.NewReader(""), &out, &errb); code != 2 || !strings.Contains(errb.String(), "loopback") {
 		t.Fatalf("%d %s", code, errb.String())
 	}
+}
+
+// serveBanner reads the address and token serve prints on stderr.
+func serveBanner(t *testing.T, sc *bufio.Scanner) (base, token string) {
+	t.Helper()
+	addr := regexp.MustCompile(`serving on (http://\S+)`)
+	tok := regexp.MustCompile(`token \(shown once\): (\S+)`)
+	for (base == "" || token == "") && sc.Scan() {
+		if m := addr.FindStringSubmatch(sc.Text()); m != nil {
+			base = m[1]
+		}
+		if m := tok.FindStringSubmatch(sc.Text()); m != nil {
+			token = m[1]
+		}
+	}
+	if base == "" || token == "" {
+		t.Fatal("serve printed no address or token")
+	}
+	return base, token
 }

@@ -172,6 +172,19 @@ func (e *env) archiveDir(archive, cacheExplicit string) (string, error) {
 		return "", usageError{err.Error()}
 	}
 	sum := sha256.Sum256(data)
+	return cachedPack(cacheExplicit, hex.EncodeToString(sum[:]), func(dir string) error {
+		if err := toolpack.Unpack(bytes.NewReader(data), dir); err != nil {
+			return fmt.Errorf("%s: %w", archive, err)
+		}
+		return nil
+	})
+}
+
+// cachedPack returns <cache>/toolpacks/<name>, filling it with fill the
+// first time (into a temporary folder renamed into place, so a failed or
+// concurrent fill never leaves a half-made pack). The host verifies the
+// folder on every load when the policy requires signatures.
+func cachedPack(cacheExplicit, name string, fill func(dir string) error) (string, error) {
 	root, err := cache.Resolve(cacheExplicit)
 	if err != nil {
 		return "", usageError{err.Error()}
@@ -179,22 +192,22 @@ func (e *env) archiveDir(archive, cacheExplicit string) (string, error) {
 	if err := cache.Secure(root); err != nil {
 		return "", usageError{err.Error()}
 	}
-	dest := filepath.Join(root, "toolpacks", hex.EncodeToString(sum[:]))
+	dest := filepath.Join(root, "toolpacks", name)
 	if _, err := os.Stat(dest); err == nil {
 		return dest, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dest), ".unpack-")
+	tmp, err := os.MkdirTemp(filepath.Dir(dest), ".fill-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	if err := toolpack.Unpack(strings.NewReader(string(data)), filepath.Join(tmp, "pack")); err != nil {
-		return "", fmt.Errorf("%s: %w", archive, err)
+	if err := fill(filepath.Join(tmp, "pack")); err != nil {
+		return "", err
 	}
-	if err := os.Rename(filepath.Join(tmp, "pack"), dest); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := os.Rename(filepath.Join(tmp, "pack"), dest); err != nil {
 		if _, serr := os.Stat(dest); serr != nil {
 			return "", err
 		}
@@ -296,32 +309,8 @@ func (e *env) ociDir(ctx context.Context, ref, cacheExplicit string) (string, er
 	if !ok || !strings.HasPrefix(digest, "sha256:") || len(digest) != len("sha256:")+64 {
 		return "", usageError{fmt.Sprintf("--dir %s%s: pin the toolpack by digest (oci://registry/repository@sha256:…); a tag can move after review", ociPrefix, ref)}
 	}
-	root, err := cache.Resolve(cacheExplicit)
-	if err != nil {
-		return "", usageError{err.Error()}
-	}
-	if err := cache.Secure(root); err != nil {
-		return "", usageError{err.Error()}
-	}
-	dest := filepath.Join(root, "toolpacks", "oci-"+strings.TrimPrefix(digest, "sha256:"))
-	if _, err := os.Stat(dest); err == nil {
-		return dest, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dest), ".pull-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	if _, err := pullInto(ctx, ref, true, filepath.Join(tmp, "pack")); err != nil {
-		return "", err
-	}
-	if err := os.Rename(filepath.Join(tmp, "pack"), dest); err != nil {
-		if _, serr := os.Stat(dest); serr != nil {
-			return "", err
-		}
-	}
-	return dest, nil
+	return cachedPack(cacheExplicit, "oci-"+strings.TrimPrefix(digest, "sha256:"), func(dir string) error {
+		_, err := pullInto(ctx, ref, true, dir)
+		return err
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,17 +55,7 @@ func TestServeWithWorkers(t *testing.T) {
 		workers = append(workers, w)
 	}
 	_, sc := start("serve", "--addr", "127.0.0.1:0", "--nats", ns.ClientURL(), "--dir", toolpacks, "--log-level", "error")
-	var base, token string
-	addr := regexp.MustCompile(`serving on (http://\S+)`)
-	tok := regexp.MustCompile(`token \(shown once\): (\S+)`)
-	for (base == "" || token == "") && sc.Scan() {
-		if m := addr.FindStringSubmatch(sc.Text()); m != nil {
-			base = m[1]
-		}
-		if m := tok.FindStringSubmatch(sc.Text()); m != nil {
-			token = m[1]
-		}
-	}
+	base, token := serveBanner(t, sc)
 	call := func() (int, string) {
 		req, _ := http.NewRequest("POST", base+"/v1/tools/core:echo/call", strings.NewReader(`{"via":"worker"}`))
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -3,10 +3,7 @@ package queue_test
 import (
 	"context"
 	"encoding/json"
-	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
@@ -35,40 +32,11 @@ func BenchmarkQueue(b *testing.B) {
 	}
 	defer local.Close(ctx)
 	args := json.RawMessage(`{"a":1}`)
-	load := func(b *testing.B, call func() error) {
-		const clients = 16
-		per := max(b.N/clients, 1)
-		var mu sync.Mutex
-		var lat []time.Duration
-		var wg sync.WaitGroup
-		start := time.Now()
-		for range clients {
-			wg.Go(func() {
-				mine := make([]time.Duration, 0, per)
-				for range per {
-					t0 := time.Now()
-					if err := call(); err != nil {
-						b.Error(err)
-						return
-					}
-					mine = append(mine, time.Since(t0))
-				}
-				mu.Lock()
-				lat = append(lat, mine...)
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		el := time.Since(start)
-		slices.Sort(lat)
-		b.ReportMetric(float64(len(lat))/el.Seconds(), "calls/s")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-	}
 	b.Run("local", func(b *testing.B) {
-		load(b, func() error { local.Call(ctx, "core:echo", args); return nil })
+		hosttest.Load(b, 16, func() error { local.Call(ctx, "core:echo", args); return nil })
 	})
 	b.Run("nats", func(b *testing.B) {
-		load(b, func() error {
+		hosttest.Load(b, 16, func() error {
 			_, err := d.Call(ctx, "acme", "core:echo", args)
 			return err
 		})

@@ -3,14 +3,12 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/agenthost/agenthost/host/hosttest"
 	"io"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 )
 
 // BenchmarkCall is POST /v1/tools/core:echo/call on loopback with a
@@ -47,33 +45,7 @@ func BenchmarkCall(b *testing.B) {
 		}
 	})
 	b.Run("load", func(b *testing.B) {
-		// 16 clients for a fixed time: calls per second and the latency
-		// percentiles of every call.
-		const clients = 16
-		var mu sync.Mutex
-		var lat []time.Duration
-		b.ResetTimer()
-		start := time.Now()
-		var wg sync.WaitGroup
-		per := max(b.N/clients, 1)
-		for range clients {
-			wg.Go(func() {
-				mine := make([]time.Duration, 0, per)
-				for range per {
-					t0 := time.Now()
-					call()
-					mine = append(mine, time.Since(t0))
-				}
-				mu.Lock()
-				lat = append(lat, mine...)
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		el := time.Since(start)
-		slices.Sort(lat)
-		b.ReportMetric(float64(len(lat))/el.Seconds(), "calls/s")
-		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		// 16 clients: calls per second and the latency percentiles.
+		hosttest.Load(b, 16, func() error { call(); return nil })
 	})
 }
