@@ -246,6 +246,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		got := false
 		for m := range batch.Messages() {
 			got = true
+			if ctx.Err() != nil {
+				// Stopping: hand the call back at once for another worker.
+				_ = m.Nak()
+				continue
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -56,6 +56,11 @@ type Runner struct {
 	mu       sync.Mutex
 	compiled map[string]*compileEntry // by module SHA-256
 	closed   bool
+	// compiling counts compilations in progress: the runtime and cache
+	// are released once the last one has ended (wazero must not close a
+	// cache a compilation is using).
+	compiling int
+	release   sync.Once
 }
 
 // compileEntry is one module compiled once, shared by every tool using it.
@@ -111,16 +116,30 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 
 // Close releases the runtime, every compiled module and the compilation
 // cache handle. Prepared tools of a closed Runner fail with a Go error.
+// A compilation in progress is not waited for: the runtime is released
+// when it ends, and its module is dropped.
 func (r *Runner) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
 	r.compiled = map[string]*compileEntry{}
+	busy := r.compiling > 0
 	r.mu.Unlock()
 	r.pools.closeAll()
-	err := r.rt.Close(ctx)
-	if r.cache != nil {
-		err = errors.Join(err, r.cache.Close(ctx))
+	if busy {
+		return nil
 	}
+	return r.releaseRuntime(ctx)
+}
+
+// releaseRuntime closes the runtime and the compilation cache, once.
+func (r *Runner) releaseRuntime(ctx context.Context) error {
+	var err error
+	r.release.Do(func() {
+		err = r.rt.Close(ctx)
+		if r.cache != nil {
+			err = errors.Join(err, r.cache.Close(ctx))
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("wasm runner: close: %w", err)
 	}
@@ -232,10 +251,20 @@ func (r *Runner) compile(ctx context.Context, sum string, code []byte) (wazero.C
 		e = &compileEntry{}
 		r.compiled[sum] = e
 	}
+	r.compiling++
 	r.mu.Unlock()
 	e.once.Do(func() {
 		e.mod, e.err = r.rt.CompileModule(ctx, code)
 	})
+	r.mu.Lock()
+	r.compiling--
+	last := r.closed && r.compiling == 0
+	r.mu.Unlock()
+	if last {
+		// Close came during the compilation: release the runtime now.
+		_ = r.releaseRuntime(context.Background())
+		return nil, errors.New("runner closed")
+	}
 	if e.err != nil {
 		// Let a later Prepare retry (e.g. after a cancelled context).
 		r.mu.Lock()
