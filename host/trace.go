@@ -30,11 +30,8 @@ func CallIDFrom(ctx context.Context) string {
 // gen_ai.tool.call.id, gen_ai.tool.type); end records the outcome (the
 // error code as error.type, and an error status).
 func (h *Host) startSpan(ctx context.Context, id string) (context.Context, func(abi.Envelope)) {
-	attrs := []attribute.KeyValue{
-		attribute.String("gen_ai.operation.name", "execute_tool"),
-		attribute.String("gen_ai.tool.name", id),
-		attribute.String("gen_ai.tool.type", "function"),
-	}
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, attrOperation, attrToolType, attribute.String("gen_ai.tool.name", id))
 	if cid := CallIDFrom(ctx); cid != "" {
 		attrs = append(attrs, attribute.String("gen_ai.tool.call.id", cid))
 	}
@@ -43,11 +40,21 @@ func (h *Host) startSpan(ctx context.Context, id string) (context.Context, func(
 	}
 	ctx, span := h.opts.Tracer.Start(ctx, "execute_tool "+id, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	return ctx, func(env abi.Envelope) {
-		span.SetAttributes(attribute.String("agenthost.status", string(env.Status)), attribute.Float64("agenthost.duration_ms", env.DurationMs))
-		if env.Error != nil {
+		// The span's own times are the call's duration.
+		if env.Error == nil {
+			span.SetAttributes(attrSuccess)
+		} else {
+			span.SetAttributes(attribute.String("agenthost.status", string(env.Status)))
 			span.SetAttributes(attribute.String("error.type", string(env.Error.Code)))
 			span.SetStatus(codes.Error, string(env.Error.Code))
 		}
 		span.End()
 	}
 }
+
+// The attributes every span shares, built once.
+var (
+	attrOperation = attribute.String("gen_ai.operation.name", "execute_tool")
+	attrToolType  = attribute.String("gen_ai.tool.type", "function")
+	attrSuccess   = attribute.String("agenthost.status", string(abi.StatusSuccess))
+)

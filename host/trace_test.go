@@ -51,12 +51,15 @@ func TestTracing(t *testing.T) {
 func BenchmarkTracing(b *testing.B) {
 	ctx := context.Background()
 	args := json.RawMessage(`{"a":1}`)
-	for _, on := range []bool{false, true} {
-		name := "off"
+	for _, mode := range []string{"off", "on", "sampled-10%"} {
+		name := mode
 		opts := host.Options{Dirs: []string{hosttest.Toolpacks(b)}, CacheDir: hosttest.CacheDir(b)}
-		if on {
-			name = "on"
+		switch mode {
+		case "on":
 			opts.Tracer = sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter())).Tracer("bench")
+		case "sampled-10%":
+			opts.Tracer = sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()),
+				sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1)))).Tracer("bench")
 		}
 		h, err := host.New(ctx, opts)
 		if err != nil {

@@ -37,6 +37,7 @@ import (
 // serveFlags are the flags of `serve`.
 type serveFlags struct {
 	addr, auth, data, store, credKey, otlp, nats string
+	otlpSample                                   float64
 	profiles                                     multiFlag
 }
 
@@ -52,6 +53,7 @@ func serveCommand() command {
 			fs.StringVar(&s.store, "store", "", "a PostgreSQL `URL` (postgres://…) for the history, shared by several serve instances (instead of --data)")
 			fs.StringVar(&s.credKey, "credential-key", "", "an HMAC key `FILE` (32+ bytes, raw or hex): tools requesting credentials get a 5-minute token per call, scoped to the tenant and tool")
 			fs.StringVar(&s.otlp, "otlp", "", "export a trace span per tool call (execute_tool, generative-AI attributes) over OTLP/HTTP to `URL` (e.g. http://127.0.0.1:4318)")
+			fs.Float64Var(&s.otlpSample, "otlp-sample", 1, "the `RATIO` of calls traced with --otlp (0 < RATIO ≤ 1; a span follows its parent's decision)")
 			fs.StringVar(&s.nats, "nats", "", "run tool calls on workers (agenthost worker) over the NATS JetStream server at `URL` instead of in this process")
 			fs.Var(&s.profiles, "profiles", "a `DIR` of agent profiles (*.profile.json, agent_profile.json) for the tenant without --auth (repeatable)")
 		},
@@ -100,12 +102,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	defer st.Close()
 	var auth *serve.Authenticator
 	var token string
+	if s.otlpSample <= 0 || s.otlpSample > 1 {
+		return usageError{"--otlp-sample must be above 0 and at most 1"}
+	}
 	if s.otlp != "" {
 		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(s.otlp))
 		if err != nil {
 			return usageError{"--otlp: " + err.Error()}
 		}
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
+			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(s.otlpSample))),
 			sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "agenthost"))))
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
