@@ -24,14 +24,14 @@ func (s *Server) routes() []route {
 		{Method: "POST", Path: "/v1/tools/{id}/call", Summary: "call a tool with a JSON object of arguments; the envelope says how it went (?async=true: 202 and a job)", Scope: ScopeCall, Request: map[string]any{}, Response: abi.Envelope{}, handle: s.callTool},
 		{Method: "GET", Path: "/v1/jobs/{id}", Summary: "an asynchronous call: running, or done with its envelope", Scope: ScopeCall, Response: store.Job{}, handle: s.getJob},
 		{Method: "DELETE", Path: "/v1/jobs/{id}", Summary: "cancel a running job (CANCELLED, the guest stopped); answers with the ended job", Scope: ScopeCall, Response: store.Job{}, handle: s.cancelJob},
-		{Method: "GET", Path: "/v1/jobs/{id}/events", Summary: "a job as server-sent events: status, then result", Scope: ScopeCall, Response: store.Job{}, Stream: true, handle: s.jobEvents},
+		{Method: "GET", Path: "/v1/jobs/{id}/events", Summary: "a job as server-sent events: status, then result", Scope: ScopeCall, Response: store.Job{}, Stream: true, Idle: true, handle: s.jobEvents},
 		{Method: "POST", Path: "/v1/exec", Summary: "run the ACTION block of a model's output", Scope: ScopeCall, Request: ExecRequest{}, Response: host.Turn{}, handle: s.exec},
 		{Method: "POST", Path: "/v1/sessions", Summary: "start a session with an agent profile", Scope: ScopeSessions, Request: NewSession{}, Response: SessionRef{}, handle: s.newSession},
 		{Method: "POST", Path: "/v1/sessions/{id}/messages", Summary: "send a user message; the agent's run streams as AG-UI events", Scope: ScopeSessions, Request: UserMessage{}, Response: AGUIEvent{}, Stream: true, handle: s.postMessage},
 		{Method: "GET", Path: "/v1/sessions/{id}/history", Summary: "the session's messages, tool messages with their ui_schema", Scope: ScopeSessions, Response: History{}, handle: s.history},
 		{Method: "POST", Path: "/v1/agents/{profile}/runs", Summary: "AG-UI: run the profile's agent on RunAgentInput (threadId is the session)", Scope: ScopeSessions, Request: RunAgentInput{}, Response: AGUIEvent{}, Stream: true, handle: s.agentRun},
 		{Method: "POST", Path: "/mcp", Summary: "MCP (Streamable HTTP)", Scope: ScopeCall, handle: s.mcpHandler},
-		{Method: "GET", Path: "/mcp", Summary: "MCP (Streamable HTTP) server-to-client stream", Scope: ScopeCall, handle: s.mcpHandler},
+		{Method: "GET", Path: "/mcp", Summary: "MCP (Streamable HTTP) server-to-client stream", Scope: ScopeCall, Idle: true, handle: s.mcpHandler},
 		{Method: "DELETE", Path: "/mcp", Summary: "MCP (Streamable HTTP) session end", Scope: ScopeCall, handle: s.mcpHandler},
 	}
 }

@@ -162,7 +162,11 @@ type route struct {
 	Request      any    // a value of the request body type, or nil
 	Response     any    // a value of the response type, or nil
 	Stream       bool   // answers with server-sent events
-	handle       func(w http.ResponseWriter, r *http.Request, c *call)
+	// Idle marks a long-lived stream that mostly waits (MCP's standalone
+	// stream, a job's events): it does not take one of the tenant's
+	// request slots, so open streams cannot starve the tenant.
+	Idle   bool
+	handle func(w http.ResponseWriter, r *http.Request, c *call)
 }
 
 // call is what a handler gets besides the request.
@@ -202,13 +206,15 @@ func (s *Server) wrap(rt route) http.Handler {
 				return
 			}
 			c.p, c.tenant = p, t
-			select {
-			case s.slots[p.Tenant] <- struct{}{}:
-				defer func() { <-s.slots[p.Tenant] }()
-			default:
-				sw.Header().Set("Retry-After", "1")
-				writeError(sw, http.StatusTooManyRequests, "TOO_MANY_REQUESTS", "too many requests in progress for this tenant")
-				return
+			if !rt.Idle {
+				select {
+				case s.slots[p.Tenant] <- struct{}{}:
+					defer func() { <-s.slots[p.Tenant] }()
+				default:
+					sw.Header().Set("Retry-After", "1")
+					writeError(sw, http.StatusTooManyRequests, "TOO_MANY_REQUESTS", "too many requests in progress for this tenant")
+					return
+				}
 			}
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBody)
