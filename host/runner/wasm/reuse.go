@@ -303,6 +303,11 @@ func everyPage(int) bool { return true }
 // checked that the memory did not grow.
 func (sp *slotPool) restore(s *slot) error {
 	fp := sp.p.fast
+	if len(s.mem.buf) != len(fp.memory) {
+		// The instance's memory was released under it (its module was
+		// closed while it waited, e.g. by a host closing): drop it.
+		return fmt.Errorf("the instance's memory is gone (%d bytes, want %d)", len(s.mem.buf), len(fp.memory))
+	}
 	if sp.mode == restoreDrop && s.mapping != nil {
 		if err := sp.image.reset(s.mapping); err != nil {
 			return err
