@@ -3,9 +3,9 @@
 package isolate
 
 import (
+	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -144,8 +144,11 @@ func TestRunEgress(t *testing.T) {
 				if err != nil {
 					return
 				}
-				b, _ := io.ReadAll(c)
-				got <- string(b)
+				// Answer, so that the child waits for the accept (Run
+				// closes the listener once the child has exited).
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				c.Write([]byte("ok\n"))
+				got <- line
 				c.Close()
 			}
 		}()
@@ -154,7 +157,10 @@ func TestRunEgress(t *testing.T) {
 	hostPort := strconv.Itoa(host.Addr().(*net.TCPAddr).Port)
 	// The first connect reaches the egress listener; the second, to a
 	// listener in the host's namespace, must fail.
-	script := `echo via-egress >/dev/tcp/127.0.0.1/$EGRESS_PORT || exit 3
+	script := `exec 3<>/dev/tcp/127.0.0.1/$EGRESS_PORT || exit 3
+echo via-egress >&3
+read -t 10 ack <&3 || exit 5
+[ "$ack" = ok ] || exit 6
 if echo direct >/dev/tcp/127.0.0.1/` + hostPort + `; then exit 4; fi
 exit 0`
 	var errb bytes.Buffer
