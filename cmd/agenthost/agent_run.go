@@ -61,48 +61,9 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 	if prof != nil {
 		a = e.withProfile(a, prof)
 	}
-	var p llm.Provider
-	switch a.provider {
-	case "replay":
-		if a.replay == "" {
-			return usageError{"--provider replay needs --replay FILE"}
-		}
-		r, err := llm.NewReplay(a.replay)
-		if err != nil {
-			return usageError{err.Error()}
-		}
-		p = r
-	case "openai", "anthropic":
-		if a.model == "" {
-			return usageError{"--provider " + a.provider + " needs --model"}
-		}
-		keyEnv := a.apiKeyEnv
-		switch {
-		case keyEnv == "-":
-			keyEnv = ""
-		case keyEnv == "" && a.provider == "openai":
-			keyEnv = "OPENAI_API_KEY"
-		}
-		if a.provider == "openai" {
-			base := a.baseURL
-			if base == "" {
-				base = "https://api.openai.com/v1"
-			}
-			p, err = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: base, APIKeyEnv: keyEnv, Stream: a.stream})
-		} else {
-			if a.stream {
-				return usageError{"--stream is for --provider openai"}
-			}
-			if a.apiKeyEnv == "-" {
-				return usageError{"--provider anthropic needs an API key"}
-			}
-			p, err = llm.NewAnthropic(llm.AnthropicConfig{BaseURL: a.baseURL, APIKeyEnv: keyEnv})
-		}
-		if err != nil {
-			return usageError{err.Error()}
-		}
-	default:
-		return usageError{"--provider must be openai, anthropic or replay"}
+	p, err := newProvider(a)
+	if err != nil {
+		return err
 	}
 	// llm:complete lets workflows the agent calls nest model calls.
 	h, err := e.newHost(ctx, agent.CompleteTool(p, a.model))
@@ -175,4 +136,53 @@ func (e *env) withProfile(a agentFlags, p *profile.Profile) agentFlags {
 		set("replay", &a.replay, m.Replay)
 	}
 	return a
+}
+
+// newProvider builds the model provider of the agent settings a (flags,
+// or a profile's model): the one place both `run` and `serve` make one.
+func newProvider(a agentFlags) (llm.Provider, error) {
+	switch a.provider {
+	case "replay":
+		if a.replay == "" {
+			return nil, usageError{"the replay provider needs a transcript (--replay FILE, or model.replay)"}
+		}
+		r, err := llm.NewReplay(a.replay)
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		return r, nil
+	case "openai", "anthropic":
+		if a.model == "" {
+			return nil, usageError{"the " + a.provider + " provider needs a model (--model, or model.name)"}
+		}
+		keyEnv := a.apiKeyEnv
+		switch {
+		case keyEnv == "-":
+			keyEnv = ""
+		case keyEnv == "" && a.provider == "openai":
+			keyEnv = "OPENAI_API_KEY"
+		}
+		var p llm.Provider
+		var err error
+		if a.provider == "openai" {
+			base := a.baseURL
+			if base == "" {
+				base = "https://api.openai.com/v1"
+			}
+			p, err = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: base, APIKeyEnv: keyEnv, Stream: a.stream})
+		} else {
+			if a.stream {
+				return nil, usageError{"--stream is for --provider openai"}
+			}
+			if a.apiKeyEnv == "-" {
+				return nil, usageError{"--provider anthropic needs an API key"}
+			}
+			p, err = llm.NewAnthropic(llm.AnthropicConfig{BaseURL: a.baseURL, APIKeyEnv: keyEnv})
+		}
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		return p, nil
+	}
+	return nil, usageError{"--provider must be openai, anthropic or replay"}
 }

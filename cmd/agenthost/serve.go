@@ -236,30 +236,18 @@ func profileProvider(p *profile.Profile) (llm.Provider, string, error) {
 	if m == nil {
 		return nil, "", fmt.Errorf("profile %s names no model", p.ID)
 	}
-	switch m.Provider {
-	case "replay":
-		path := m.Replay
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(filepath.Dir(p.Path), path)
-		}
-		r, err := llm.NewReplay(path)
-		return r, "replay", err
-	case "openai":
-		key := m.APIKeyEnv
-		if key == "" {
-			key = "OPENAI_API_KEY"
-		}
-		base := m.BaseURL
-		if base == "" {
-			base = "https://api.openai.com/v1"
-		}
-		o, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: base, APIKeyEnv: key})
-		return o, m.Name, err
-	case "anthropic":
-		a, err := llm.NewAnthropic(llm.AnthropicConfig{BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv})
-		return a, m.Name, err
+	a := agentFlags{provider: m.Provider, baseURL: m.BaseURL, model: m.Name, apiKeyEnv: m.APIKeyEnv, replay: m.Replay}
+	if a.replay != "" && !filepath.IsAbs(a.replay) {
+		a.replay = filepath.Join(filepath.Dir(p.Path), a.replay)
 	}
-	return nil, "", fmt.Errorf("profile %s: provider %q", p.ID, m.Provider)
+	if a.provider == "replay" {
+		a.model = "replay"
+	}
+	prov, err := newProvider(a)
+	if err != nil {
+		return nil, "", fmt.Errorf("profile %s: %w", p.ID, err)
+	}
+	return prov, a.model, nil
 }
 
 // buildTenants builds one host per tenant: from an auth file (each
