@@ -420,7 +420,7 @@ func (f *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (e
 		isDir:  st.IsDir(),
 		append: flag&experimentalsys.O_APPEND != 0,
 	}
-	if out.File, errno = newSeeker(out.seekTo); errno != 0 {
+	if out.File, errno = NewSeeker(out.seekTo); errno != 0 {
 		_ = osf.Close()
 		return nil, errno
 	}

@@ -17,8 +17,11 @@ import (
 // forwards to a standard io.Seeker, seekFunc, that calls file.seekTo.
 // Every other method of the adapter is shadowed by file's own.
 
-// newSeeker returns a wazero File whose Seek calls seek.
-func newSeeker(seek func(offset int64, whence int) (int64, error)) (experimentalsys.File, experimentalsys.Errno) {
+// NewSeeker returns a wazero File whose Seek calls seek (an Errno
+// returned as the error reaches the guest as it is). A type that embeds it
+// and shadows every other method implements the wazero File without
+// declaring a Seek of its own.
+func NewSeeker(seek func(offset int64, whence int) (int64, error)) (experimentalsys.File, experimentalsys.Errno) {
 	return (&sysfs.AdaptFS{FS: seekFS{seek: seek}}).OpenFile(".", experimentalsys.O_RDONLY, 0)
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +42,8 @@ type probeOut struct {
 	Dirty []string `json:"dirty"`
 	Data  string   `json:"data"`
 	Calls int      `json:"calls"`
+	// Length is the probe's length field (keeproot: a descriptor).
+	Length int `json:"length"`
 }
 
 func decodeProbe(t *testing.T, res runner.Result) probeOut {
@@ -258,6 +261,9 @@ func TestReuse_discards(t *testing.T) {
 		{"tool error is reused", `{"op":"fail"}`, false},
 		{"memory grown", `{"op":"grow","mb":32}`, true},
 		{"file left open", `{"op":"leak"}`, true},
+		{"file read and closed", `{"op":"read","path":"/workspace/public.txt"}`, false},
+		{"file written and closed", `{"op":"write","path":"/tmp/x","data":"x"}`, false},
+		{"mount root kept open", `{"op":"keeproot"}`, false},
 		{"stdout closed", `{"op":"closefd","code":1}`, true},
 		{"mount closed", `{"op":"closefd","code":4}`, true},
 		{"exit", `{"op":"exit","code":2}`, true},
@@ -293,6 +299,48 @@ func TestReuse_discards(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReuse_keptRoot: a guest that keeps a mount's root open across calls
+// (a descriptor the next call can still use) sees only the current call's
+// folder through it, never what an earlier call left in its /tmp; and an
+// instance whose guest keeps opening roots is discarded once it holds
+// more than wazero's own one per mount.
+func TestReuse_keptRoot(t *testing.T) {
+	e := newEnv(t)
+	r := newPoolRunner(t, 64<<20)
+	p := prepare(t, r, probeGuest(t, modeReactor), e, nil)
+	if !wasm.WaitReady(p) {
+		t.Fatal("the pool made no instance")
+	}
+	fds := map[int]bool{}
+	for range PoolTargetCalls {
+		fds[decodeProbe(t, run(t, p, `{"op":"keeproot"}`)).Length] = true
+	}
+	_, _, discards := wasm.SlotStats(p)
+	if discards != 0 {
+		t.Fatalf("%d instances discarded for a kept root", discards)
+	}
+	for range 2 * PoolTargetCalls {
+		for fd := range fds {
+			res, err := p.Run(context.Background(), runner.Request{Input: []byte(fmt.Sprintf(`{"op":"listfd","code":%d}`, fd))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Err != nil {
+				continue // not open in this instance
+			}
+			if o := decodeProbe(t, res); strings.Contains(o.Data, "left-behind") {
+				t.Fatalf("descriptor %d shows an earlier call's /tmp: %q", fd, o.Data)
+			}
+		}
+	}
+	for range 8 * PoolTargetCalls {
+		run(t, p, `{"op":"keeproot"}`)
+	}
+	if _, _, discards := wasm.SlotStats(p); discards == 0 {
+		t.Fatal("instances that keep opening roots were never discarded")
 	}
 }
 

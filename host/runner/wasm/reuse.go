@@ -55,6 +55,7 @@ type slot struct {
 	io      *slotIO
 	mounts  *mountSet
 	fds     *fdCount
+	roots   *rootDirs
 	globals []api.MutableGlobal
 	call    api.Function
 	check   api.Function
@@ -113,14 +114,19 @@ func (n *fdCount) String() string {
 }
 
 // countingFS is a mount of a pooled instance: the mount's file system,
-// counting every file it opens and each close.
+// counting every file it opens and each close. Its root directory is
+// opened as a rootDir instead (rootdir.go), not counted.
 type countingFS struct {
 	experimentalsys.FS
-	n *fdCount
+	n     *fdCount
+	roots *rootDirs
 }
 
 // OpenFile implements experimentalsys.FS.
 func (c *countingFS) OpenFile(path string, flag experimentalsys.Oflag, perm iofs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if path == "." {
+		return openRootDir(c.FS, flag, perm, c.roots)
+	}
 	f, errno := c.FS.OpenFile(path, flag, perm)
 	if errno != 0 {
 		return f, errno
@@ -148,9 +154,9 @@ func (f *countingFile) Close() experimentalsys.Errno {
 // slotMounts builds a pooled instance's mounts: a mount set owned by the
 // instance (reopened per call, closed after it) whose file systems count
 // opens and closes.
-func (p *prepared) slotMounts(n *fdCount) (*mountSet, wazero.FSConfig, error) {
+func (p *prepared) slotMounts(n *fdCount, roots *rootDirs) (*mountSet, wazero.FSConfig, error) {
 	ms := &mountSet{denials: sandboxfs.NewDenials(nil)}
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(&countingFS{FS: sandboxfs.NewDeny(ms.denials), n: n}, "/")
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(&countingFS{FS: sandboxfs.NewDeny(ms.denials), n: n, roots: roots}, "/")
 	for _, m := range p.mounts {
 		cfg := m.cfg
 		cfg.Checker, cfg.Denials = p.checker, ms.denials
@@ -159,7 +165,7 @@ func (p *prepared) slotMounts(n *fdCount) (*mountSet, wazero.FSConfig, error) {
 			return nil, nil, fmt.Errorf("mount %s: %w", cfg.GuestPath, err)
 		}
 		ms.fss = append(ms.fss, fs)
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&countingFS{FS: fs, n: n}, cfg.GuestPath)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&countingFS{FS: fs, n: n, roots: roots}, cfg.GuestPath)
 	}
 	ms.fsc = fsc
 	return ms, fsc, nil
@@ -188,8 +194,8 @@ func (s fixedSource) put([]byte)  {}
 // private mapping of image when there is one.
 func (p *prepared) newSlot(image *cowImage) (*slot, error) {
 	fp := p.fast
-	s := &slot{io: &slotIO{}, fds: &fdCount{}}
-	ms, fsc, err := p.slotMounts(s.fds)
+	s := &slot{io: &slotIO{}, fds: &fdCount{}, roots: &rootDirs{open: map[*rootDir]struct{}{}}}
+	ms, fsc, err := p.slotMounts(s.fds, s.roots)
 	if err != nil {
 		return nil, err
 	}
@@ -334,6 +340,9 @@ func (fp *fastPath) clean(s *slot) (ok bool, why string) {
 	if !s.fds.balanced() {
 		return false, "files left open: " + s.fds.String()
 	}
+	if n := s.roots.count(); n > 2*(1+len(s.mounts.fss)) {
+		return false, fmt.Sprintf("%d mount roots left open", n)
+	}
 	res, err := s.check.Call(context.Background(), uint64(fp.fds))
 	if err != nil || len(res) != 1 {
 		return false, fmt.Sprintf("fd check failed: %v", err)
@@ -383,6 +392,7 @@ func (fp *fastPath) runReused(ctx context.Context, p *prepared, req runner.Reque
 	if ran && stopped == nil && returned {
 		reuse, why = fp.clean(s)
 	}
+	s.roots.release()
 	if err := c.close(); err != nil {
 		p.logger.Warn("cleanup after call", "error", err)
 	}
@@ -579,6 +589,7 @@ func (sp *slotPool) closeImage() {
 // discard closes an instance and its mounts, and unmaps its memory.
 func (sp *slotPool) discard(s *slot) {
 	sp.p.closeModule(s.mod)
+	s.roots.release()
 	for _, fs := range s.mounts.fss {
 		_ = fs.Close()
 	}

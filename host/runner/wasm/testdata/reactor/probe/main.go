@@ -16,6 +16,9 @@
 //	recurse   recurses without end
 //	leak      opens /tmp/leak and keeps it open
 //	closefd   closes descriptor code (e.g. 1, stdout, or 3, a mount)
+//	keeproot  writes /tmp/left-behind, opens the /tmp mount's root and
+//	          keeps it open; its descriptor number is the length
+//	listfd    lists the directory open as descriptor code
 //	now       returns the time and 8 random bytes
 //	gcstats   returns the runtime's collection count and heap figures
 package main
@@ -151,6 +154,25 @@ func handle(_ context.Context, a in) (out, error) {
 	case "closefd":
 		if err := syscall.Close(a.Code); err != nil {
 			return o, err
+		}
+	case "keeproot":
+		if err := os.WriteFile("/tmp/left-behind", []byte("x"), 0o600); err != nil {
+			return o, err
+		}
+		d, err := os.Open("/tmp")
+		if err != nil {
+			return o, err
+		}
+		o.Length = int(d.Fd())
+		kept = d
+	case "listfd":
+		d := os.NewFile(uintptr(a.Code), "kept")
+		entries, err := d.ReadDir(-1)
+		if err != nil {
+			return o, err
+		}
+		for _, e := range entries {
+			o.Data += e.Name() + " "
 		}
 	case "gcstats":
 		var ms runtime.MemStats

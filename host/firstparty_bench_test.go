@@ -1,0 +1,82 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/hosttest"
+)
+
+// firstPartyCalls are typical calls of every first-party wasm tool that
+// runs without the network, in a workspace made by firstPartyHost.
+var firstPartyCalls = []struct{ tool, args string }{
+	{"core:echo", `{"message":"hello"}`},
+	{"data:csv-to-json", `{"csv":"name,age,member\nAna,34,true\nBo,007,false\n","typed":true}`},
+	{"hash:digest", `{"text":"hello"}`},
+	{"hash:digest", `{"path":"hello.txt"}`},
+	{"json:query", `{"filter":".orders[] | select(.total > 10) | .id","input":{"orders":[{"id":1,"total":25.5},{"id":2,"total":7},{"id":3,"total":12}]}}`},
+	{"fs:list", `{"glob":"**/*.txt"}`},
+	{"fs:read", `{"path":"hello.txt"}`},
+	{"fs:write", `{"path":"/tmp/notes/summary.md","content":"# Summary\n"}`},
+	{"text:diff", `{"from":"a\nb\n","to":"a\nc\n"}`},
+	{"text:regex", `{"pattern":"(?P<year>\\d{4})-\\d{2}","text":"Started 2024-03-01."}`},
+	{"text:stats", `{"text":"The cat sat. The cat ran away!\n\nA dog barked.","top":2}`},
+}
+
+// firstPartyHost is a host over the toolpacks with a small workspace
+// (hello.txt, notes/todo.txt) readable by every tool.
+func firstPartyHost(t testing.TB) *host.Host {
+	t.Helper()
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"hello.txt": "hello world\n", "notes/todo.txt": "ship it\n"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := hosttest.Policy(t, "workspace: "+ws+"\nfileAccess:\n  allowRead: [\"**\"]\n  allowWrite: [\"out/**\"]\n")
+	return hosttest.NewHost(t, p, hosttest.Toolpacks(t))
+}
+
+// callName is a benchmark name for one of firstPartyCalls.
+func callName(tool, args string) string {
+	var m map[string]any
+	_ = json.Unmarshal([]byte(args), &m)
+	if _, ok := m["path"]; ok && tool == "hash:digest" {
+		return tool + "/file"
+	}
+	return tool
+}
+
+// BenchmarkFirstParty calls every first-party wasm tool (fresh state per
+// call) with core:echo as the reference in the same run: a tool that
+// touches files should cost about what echo costs.
+func BenchmarkFirstParty(b *testing.B) {
+	ctx := context.Background()
+	h := firstPartyHost(b)
+	for _, c := range firstPartyCalls {
+		b.Run(callName(c.tool, c.args), func(b *testing.B) {
+			args := json.RawMessage(c.args)
+			if env := h.Call(ctx, c.tool, args); env.Error != nil {
+				b.Fatal(env.Error)
+			}
+			for b.Loop() {
+				if env := h.Call(ctx, c.tool, args); env.Error != nil {
+					b.Fatal(env.Error)
+				}
+			}
+		})
+	}
+	b.StopTimer()
+	for _, th := range h.Health() {
+		if th.Pool != nil && th.Calls > 0 {
+			b.Logf("%s: %d calls, pool %+v", th.ID, th.Calls, *th.Pool)
+		}
+	}
+}
