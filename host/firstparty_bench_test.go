@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -78,5 +79,33 @@ func BenchmarkFirstParty(b *testing.B) {
 		if th.Pool != nil && th.Calls > 0 {
 			b.Logf("%s: %d calls, pool %+v", th.ID, th.Calls, *th.Pool)
 		}
+	}
+}
+
+// BenchmarkThroughput runs core:echo from 1, 2, 4 and 8 goroutines on
+// one host (whatever GOMAXPROCS is): calls per second and the p50 / p99
+// latency of single calls, to compare with one goroutine.
+func BenchmarkThroughput(b *testing.B) {
+	ctx := context.Background()
+	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
+	args := json.RawMessage(`{"message":"hello"}`)
+	if env := h.Call(ctx, "core:echo", args); env.Error != nil {
+		b.Fatal(env.Error)
+	}
+	for _, n := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("goroutines=%d", n), func(b *testing.B) {
+			hosttest.Load(b, n, func() error {
+				if env := h.Call(ctx, "core:echo", args); env.Error != nil {
+					return env.Error
+				}
+				return nil
+			})
+			b.StopTimer()
+			for _, th := range h.Health() {
+				if th.ID == "core:echo" && th.Pool != nil {
+					b.Logf("pool %+v", *th.Pool)
+				}
+			}
+		})
 	}
 }

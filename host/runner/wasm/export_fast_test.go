@@ -74,10 +74,13 @@ func WaitReady(p runner.Prepared) bool {
 	return false
 }
 
-// WaitFull waits until p's pool holds PoolTarget ready instances, for up
-// to a minute, and reports whether it does.
+// WaitFull asks p's pool for PoolTarget instances, waits until it holds
+// them ready, for up to a minute, and reports whether it does.
 func WaitFull(p runner.Prepared) bool {
 	sp := p.(*prepared).fast.slots
+	for range PoolTarget {
+		sp.want()
+	}
 	for range 6000 {
 		if len(sp.ready) == PoolTarget {
 			return true
@@ -86,3 +89,28 @@ func WaitFull(p runner.Prepared) bool {
 	}
 	return false
 }
+
+// Rebalance runs r's periodic pool rebalance now.
+func Rebalance(r *Runner) { r.pools.rebalance() }
+
+// PoolLive returns how many instances p's pool has and wants.
+func PoolLive(p runner.Prepared) (live, target int) {
+	sp := p.(*prepared).fast.slots
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.live, sp.target
+}
+
+// PoolWaits returns how many calls of p waited for an instance.
+func PoolWaits(p runner.Prepared) uint64 { return p.(*prepared).fast.slots.waits.Load() }
+
+// InstanceCharge returns what p's pool charges a new instance now.
+func InstanceCharge(p runner.Prepared) uint64 {
+	sp := p.(*prepared).fast.slots
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.estimate
+}
+
+// InstanceOverhead is the fixed part of an instance's charge.
+const InstanceOverhead = instanceOverhead

@@ -3,15 +3,20 @@ package wasm
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero/experimental"
 )
 
-// PoolTarget is the number of ready memories a fast-path tool's pool
-// keeps at most; fewer when the runner's pool budget is spent.
+// PoolTarget is the number of instances (or ready memories) a fast-path
+// tool's pool keeps at most; fewer when demand is low or the runner's
+// pool budget is spent.
 const PoolTarget = 4
+
+// poolTick is how often the runner rebalances its pools (slotpool.go).
+const poolTick = time.Second
 
 // memorySource hands out linear memories holding a tool's snapshot: a
 // buffer whose length is the snapshot's size and whose every byte equals
@@ -41,10 +46,15 @@ type pools struct {
 	live   map[*memoryPool]struct{}
 	slots  map[*slotPool]struct{}
 	closed bool
+	// stop ends the rebalance goroutine, started with the first pool of
+	// reused instances; nil before.
+	stop chan struct{}
+	// gate admits calls on pooled instances (admit.go).
+	gate gate
 }
 
 func newPools(budget uint64) *pools {
-	return &pools{budget: budget, restore: restoreDiff, live: map[*memoryPool]struct{}{}, slots: map[*slotPool]struct{}{}}
+	return &pools{budget: budget, restore: restoreDiff, live: map[*memoryPool]struct{}{}, slots: map[*slotPool]struct{}{}, gate: newGate()}
 }
 
 // reserve takes n bytes of the budget and reports whether they were
@@ -63,6 +73,108 @@ func (ps *pools) free(n uint64) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.used -= n
+}
+
+// charge adds n bytes an instance came to hold to the budget in use; it
+// may exceed the budget until the next rebalance sheds instances.
+func (ps *pools) charge(n uint64) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.used += n
+}
+
+// add registers a pool of reused instances, starting the rebalance
+// goroutine with the first; false once the runner is closed.
+func (ps *pools) add(sp *slotPool) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.closed {
+		return false
+	}
+	ps.slots[sp] = struct{}{}
+	if ps.stop == nil {
+		ps.stop = make(chan struct{})
+		go ps.rebalanceEvery(poolTick, ps.stop)
+	}
+	return true
+}
+
+// remove forgets a closed pool of reused instances.
+func (ps *pools) remove(sp *slotPool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	delete(ps.slots, sp)
+}
+
+// slotPools returns the live pools of reused instances.
+func (ps *pools) slotPools() []*slotPool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	out := make([]*slotPool, 0, len(ps.slots))
+	for sp := range ps.slots {
+		out = append(out, sp)
+	}
+	return out
+}
+
+// reserveFor takes n bytes for a new instance of sp, whose demand is
+// given; when the budget is spent it takes them from the pool with the
+// least demand below it, one ready instance at a time.
+func (ps *pools) reserveFor(sp *slotPool, n, demand uint64) bool {
+	for range 2 * PoolTarget {
+		if ps.reserve(n) {
+			return true
+		}
+		victim := ps.leastDemand(sp, demand)
+		if victim == nil || !victim.shed(victim.demand() > 0) {
+			return false
+		}
+	}
+	return false
+}
+
+// leastDemand returns the pool other than not with a ready instance and
+// the least demand below limit, or nil.
+func (ps *pools) leastDemand(not *slotPool, limit uint64) *slotPool {
+	var best *slotPool
+	for _, q := range ps.slotPools() {
+		if q == not || len(q.ready) == 0 {
+			continue
+		}
+		if d := q.demand(); d < limit {
+			best, limit = q, d
+		}
+	}
+	return best
+}
+
+// rebalance is the periodic step of the pools' sharing: each pool folds
+// in its demand and shrinks when idle; then, while the charges exceed
+// the budget, the pools with the least demand give instances back.
+func (ps *pools) rebalance() {
+	for _, sp := range ps.slotPools() {
+		sp.tick()
+	}
+	for ps.inUse() > ps.budget {
+		victim := ps.leastDemand(nil, ^uint64(0))
+		if victim == nil || !victim.shed(false) {
+			return
+		}
+	}
+}
+
+// rebalanceEvery runs rebalance every d until stop is closed.
+func (ps *pools) rebalanceEvery(d time.Duration, stop chan struct{}) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			ps.rebalance()
+		case <-stop:
+			return
+		}
+	}
 }
 
 // Used returns the bytes the pools hold now.
@@ -103,6 +215,9 @@ func (ps *pools) newPool(snap []byte, logger hclog.Logger) *memoryPool {
 // closeAll drains every live pool; later pools start closed.
 func (ps *pools) closeAll() {
 	ps.mu.Lock()
+	if ps.stop != nil && !ps.closed {
+		close(ps.stop)
+	}
 	ps.closed = true
 	live := make([]*memoryPool, 0, len(ps.live))
 	for mp := range ps.live {

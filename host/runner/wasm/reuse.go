@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"sync"
 	"sync/atomic"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -59,6 +57,11 @@ type slot struct {
 	globals []api.MutableGlobal
 	call    api.Function
 	check   api.Function
+	// charge is what the pool's budget holds for the instance; private
+	// is how many pages of its mapping its calls have written (counted
+	// at each restore).
+	charge  uint64
+	private int
 }
 
 // slotIO is what a pooled instance's stdio and sleep reach: the current
@@ -322,6 +325,12 @@ func (sp *slotPool) restore(s *slot) error {
 		var maybe func(int) bool
 		s.pagemap, maybe = sp.image.written(s.mapping, s.pagemap)
 		restoreDirty(s.mem.buf, fp.memory, maybe)
+		s.private = 0
+		for page := range len(fp.memory) / pageSize {
+			if maybe(page) {
+				s.private++
+			}
+		}
 	} else {
 		restoreDirty(s.mem.buf, fp.memory, everyPage)
 	}
@@ -356,7 +365,10 @@ func (fp *fastPath) clean(s *slot) (ok bool, why string) {
 // runReused serves one call on a pooled instance. It reports ok false,
 // having done nothing, when no instance is ready.
 func (fp *fastPath) runReused(ctx context.Context, p *prepared, req runner.Request) (res runner.Result, ok bool, err error) {
-	s := fp.slots.take()
+	// Run guest code in turn with the other callers (admit.go).
+	turn := p.r.pools.gate.enter(ctx)
+	defer turn.leave()
+	s := fp.slots.take(ctx)
 	if s == nil {
 		return runner.Result{}, false, nil
 	}
@@ -374,7 +386,14 @@ func (fp *fastPath) runReused(ctx context.Context, p *prepared, req runner.Reque
 	// The meter's budget: the deadline always, fuel when limited.
 	c.budget = &meter.Budget{Fuel: p.limits.Fuel}
 	ctx = meter.WithBudget(ctx, c.budget)
-	s.io.in, s.io.out, s.io.errOut, s.io.sleep = bytes.NewReader(req.Input), c.stdout, c.logs, sleeper(ctx)
+	sleep := sleeper(ctx)
+	s.io.in, s.io.out, s.io.errOut = bytes.NewReader(req.Input), c.stdout, c.logs
+	s.io.sleep = func(ns int64) {
+		// A sleeping guest leaves its turn to the others.
+		turn.leave()
+		sleep(ns)
+		turn.reenter(ctx)
+	}
 
 	var runErr error
 	ran, returned := false, false
@@ -387,6 +406,7 @@ func (fp *fastPath) runReused(ctx context.Context, p *prepared, req runner.Reque
 		ran = true
 	}
 	stopped := context.Cause(ctx)
+	turn.leave()
 	s.io.in, s.io.out, s.io.errOut, s.io.sleep = nil, nil, nil, nil
 	reuse, why := false, "the call did not return"
 	if ran && stopped == nil && returned {
@@ -409,228 +429,4 @@ func (fp *fastPath) runReused(ctx context.Context, p *prepared, req runner.Reque
 		req.Logger.Debug("wasm call failed", "code", res.Err.Code, "denied", c.mounts.denials.Count())
 	}
 	return res, true, nil
-}
-
-// slotPool is the bounded pool of ready instances of one reusable tool.
-// A goroutine creates instances up to PoolTarget (as far as the runner's
-// budget allows, counting each instance as its snapshot size), restores
-// returned ones and replaces discarded ones.
-type slotPool struct {
-	p      *prepared
-	owner  *pools
-	logger hclog.Logger
-	size   uint64      // budget per instance
-	image  *cowImage   // nil: instances' memories are heap buffers
-	mode   restoreMode // how instances are reset
-
-	ready chan *slot
-	dirty chan *slot
-	wake  chan struct{}
-	quit  chan struct{}
-	done  chan struct{}
-
-	mu     sync.Mutex
-	live   int // instances that exist (ready, in use or being restored)
-	closed bool
-	failed bool // an instance could not be made: stop trying
-
-	hits, misses, discards atomic.Uint64
-}
-
-func (ps *pools) newSlotPool(p *prepared) *slotPool {
-	sp := &slotPool{
-		p:      p,
-		owner:  ps,
-		logger: p.logger,
-		size:   uint64(len(p.fast.memory)),
-		ready:  make(chan *slot, PoolTarget),
-		dirty:  make(chan *slot, PoolTarget),
-		wake:   make(chan struct{}, 1),
-		quit:   make(chan struct{}),
-		done:   make(chan struct{}),
-	}
-	sp.mode = ps.restore
-	if sp.mode == restoreCopy {
-		sp.logger.Debug("pool: instances in heap buffers", "reason", "configured")
-	} else if im, err := newCOWImage(p.fast.memory); err == nil {
-		sp.image = im
-	} else {
-		sp.mode = restoreCopy
-		sp.logger.Debug("pool: instances in heap buffers", "reason", err)
-	}
-	ps.mu.Lock()
-	if ps.closed {
-		ps.mu.Unlock()
-		sp.closed = true
-		close(sp.done)
-		sp.closeImage()
-		return sp
-	}
-	ps.slots[sp] = struct{}{}
-	ps.mu.Unlock()
-	go sp.run()
-	return sp
-}
-
-func (sp *slotPool) run() {
-	defer close(sp.done)
-	for {
-		sp.fill()
-		select {
-		case s := <-sp.dirty:
-			if err := sp.restore(s); err != nil {
-				sp.logger.Warn("pool: restore failed", "error", err)
-				sp.drop(s)
-				continue
-			}
-			sp.ready <- s // never blocks: at most PoolTarget instances exist
-		case <-sp.wake:
-		case <-sp.quit:
-			return
-		}
-	}
-}
-
-// fill makes instances until PoolTarget exist or the budget is spent.
-func (sp *slotPool) fill() {
-	for {
-		sp.mu.Lock()
-		full := sp.live >= PoolTarget || sp.closed || sp.failed
-		sp.mu.Unlock()
-		if full || !sp.owner.reserve(sp.size) {
-			return
-		}
-		s, err := sp.p.newSlot(sp.image)
-		sp.mu.Lock()
-		if err != nil || sp.closed {
-			sp.failed = sp.failed || err != nil
-			sp.mu.Unlock()
-			sp.owner.free(sp.size)
-			if err != nil {
-				sp.logger.Warn("pool: cannot make an instance", "error", err)
-			} else {
-				sp.discard(s)
-			}
-			return
-		}
-		sp.live++
-		sp.mu.Unlock()
-		sp.ready <- s
-	}
-}
-
-// take returns a ready instance; failing that, one waiting to be
-// restored, restored here (far cheaper than a fresh instance); or nil.
-func (sp *slotPool) take() *slot {
-	select {
-	case s := <-sp.ready:
-		sp.hits.Add(1)
-		return s
-	default:
-	}
-	select {
-	case s := <-sp.ready:
-		sp.hits.Add(1)
-		return s
-	case s := <-sp.dirty:
-		if err := sp.restore(s); err != nil {
-			sp.logger.Warn("pool: restore failed", "error", err)
-			sp.drop(s)
-			break
-		}
-		sp.hits.Add(1)
-		return s
-	default:
-	}
-	sp.misses.Add(1)
-	return nil
-}
-
-// giveBack returns an instance after its call: to be restored if reuse,
-// else discarded and replaced.
-func (sp *slotPool) giveBack(s *slot, reuse bool) {
-	sp.mu.Lock()
-	closed := sp.closed
-	if !reuse || closed {
-		sp.live--
-	}
-	sp.mu.Unlock()
-	if reuse && !closed {
-		sp.dirty <- s // never blocks: at most PoolTarget instances exist
-		return
-	}
-	sp.discards.Add(1)
-	sp.discard(s)
-	sp.owner.free(sp.size)
-	select {
-	case sp.wake <- struct{}{}:
-	default:
-	}
-}
-
-// drop discards an instance the pool holds (not in use) and frees its
-// budget.
-func (sp *slotPool) drop(s *slot) {
-	sp.mu.Lock()
-	sp.live--
-	sp.mu.Unlock()
-	sp.discards.Add(1)
-	sp.discard(s)
-	sp.owner.free(sp.size)
-}
-
-// closeImage releases the memfd; live mappings stay valid.
-func (sp *slotPool) closeImage() {
-	if sp.image != nil {
-		_ = sp.image.close()
-	}
-}
-
-// discard closes an instance and its mounts, and unmaps its memory.
-func (sp *slotPool) discard(s *slot) {
-	sp.p.closeModule(s.mod)
-	s.roots.release()
-	for _, fs := range s.mounts.fss {
-		_ = fs.Close()
-	}
-	if s.mapping != nil {
-		_ = sp.image.unmap(s.mapping)
-		s.mapping = nil
-	}
-}
-
-// close stops the pool and closes every idle instance; instances in use
-// are closed when their call gives them back. Idempotent.
-func (sp *slotPool) close() {
-	sp.mu.Lock()
-	if sp.closed {
-		sp.mu.Unlock()
-		return
-	}
-	sp.closed = true
-	sp.mu.Unlock()
-	close(sp.quit)
-	<-sp.done
-	for {
-		var s *slot
-		select {
-		case s = <-sp.ready:
-		case s = <-sp.dirty:
-		default:
-		}
-		if s == nil {
-			break
-		}
-		sp.drop(s)
-	}
-	sp.closeImage()
-	sp.owner.mu.Lock()
-	delete(sp.owner.slots, sp)
-	sp.owner.mu.Unlock()
-}
-
-// stats returns how many calls found a ready instance, how many did not
-// and how many instances were discarded.
-func (sp *slotPool) stats() (hits, misses, discards uint64) {
-	return sp.hits.Load(), sp.misses.Load(), sp.discards.Load()
 }

@@ -1,0 +1,83 @@
+package wasm_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/agenthost/agenthost/host/runner/wasm"
+)
+
+// TestPool_chargesRealCost: a pooled instance is charged wazero's objects
+// and the pages its calls wrote, far less than the snapshot it maps.
+func TestPool_chargesRealCost(t *testing.T) {
+	e := newEnv(t)
+	r := newPoolRunner(t, 64<<20)
+	p := prepare(t, r, probeGuest(t, modeReactor), e, nil)
+	if !wasm.WaitFull(p) {
+		t.Fatal("pool not full")
+	}
+	for range 4 * PoolTargetCalls {
+		decodeProbe(t, run(t, p, `{"op":"echo"}`))
+	}
+	wasm.WaitFull(p)
+	used, size := wasm.PoolBytes(r), uint64(wasm.SnapshotBytes(p))
+	live, _ := wasm.PoolLive(p)
+	if used < uint64(live)*wasm.InstanceOverhead || used >= uint64(live)*size {
+		t.Fatalf("%d instances charged %d bytes: want at least %d each, less than the snapshot's %d", live, used, wasm.InstanceOverhead, size)
+	}
+	if c := wasm.InstanceCharge(p); c <= wasm.InstanceOverhead {
+		t.Fatalf("charge %d: the written pages were not counted", c)
+	}
+}
+
+// TestPool_sharesByDemand: when the budget is spent, a tool in demand
+// takes the instance of an idle one, not the other way round; an idle
+// pool shrinks to one instance.
+func TestPool_sharesByDemand(t *testing.T) {
+	e := newEnv(t)
+	probe := probeGuest(t, modeReactor)
+	sizer := newPoolRunner(t, 64<<20)
+	est := wasm.InstanceCharge(prepare(t, sizer, probe, e, nil))
+	r := newPoolRunner(t, 2*est+est/2)
+	busy := prepare(t, r, probe, e, nil)
+	if !wasm.WaitReady(busy) {
+		t.Fatal("no instance for the first tool")
+	}
+	idle := prepare(t, r, probe, e, nil)
+	if !wasm.WaitReady(idle) {
+		t.Fatal("no instance for the second tool")
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				if res := run(t, busy, `{"op":"echo"}`); res.Err != nil {
+					t.Error(res.Err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if live, _ := wasm.PoolLive(busy); live < 2 {
+		t.Fatalf("the busy tool has %d instances", live)
+	}
+	if live, _ := wasm.PoolLive(idle); live != 0 {
+		t.Fatalf("the idle tool kept %d instances", live)
+	}
+	// The idle tool still answers (from a fresh instance) and cannot take
+	// the busy tool's instances with one call.
+	decodeProbe(t, run(t, idle, `{"op":"echo"}`))
+	if live, _ := wasm.PoolLive(busy); live < 2 {
+		t.Fatalf("one call of the idle tool took the busy tool's instances: %d left", live)
+	}
+	for range 4 {
+		wasm.Rebalance(r)
+	}
+	if live, target := wasm.PoolLive(busy); live != 1 || target != 1 {
+		t.Fatalf("idle now, the busy tool keeps %d instances (wants %d)", live, target)
+	}
+	if used := wasm.PoolBytes(r); used > 2*est+est/2 {
+		t.Fatalf("after rebalancing, the pools hold %d bytes, over the budget %d", used, 2*est+est/2)
+	}
+}

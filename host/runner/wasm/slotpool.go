@@ -1,0 +1,456 @@
+package wasm
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// The pools of reused instances share the runner's budget
+// (Options.PoolMemoryBytes) by demand (docs/POOLS.md "Pools and the
+// budget"):
+//
+//   - an instance is charged what it really holds: wazero's objects
+//     (instanceOverhead) and the pages of its mapping its calls have
+//     written (read from pagemap after each call; the pages it only
+//     reads are the shared memfd's). Before its first call it is charged
+//     the largest figure measured for the tool so far, or a first guess.
+//     An instance in a heap buffer holds the whole snapshot and is
+//     charged it;
+//   - each pool wants one instance at first (made at Prepare, so the
+//     first calls already find one), one more each time a call finds
+//     none ready, up to PoolTarget;
+//   - when the budget is spent, a pool that wants an instance takes one
+//     from the pool with the least recent demand (calls per tick,
+//     halved every tick), if that demand is lower than its own;
+//   - every tick (poolTick) a pool that served no call gives back one
+//     instance, down to one; charges that grew past the budget are
+//     shed from the pools with the least demand;
+//   - a call that finds no ready instance, when its pool is saturated
+//     (PoolTarget instances exist, or the budget refused another),
+//     waits for the next instance a call gives back, for at most twice
+//     the pool's mean time to make an instance (at least
+//     minAdmissionWait); then, or at once when the pool is not
+//     saturated, it takes the fresh-instance path. This is the
+//     admission control that keeps concurrency above the core count
+//     from turning into fresh instances and garbage (short calls give
+//     their instance back well within the wait), while a slow tool (one
+//     waiting on the network) still gets a fresh instance rather than
+//     a queue.
+
+// instanceOverhead is the Go heap of one pooled instance beyond its
+// memory: wazero's module instance (function table, globals, WASI
+// state), about 161 KiB for a Go guest (BenchmarkFastPath/pool-memory),
+// rounded up.
+const instanceOverhead = 192 << 10
+
+// slotPool is the pool of ready instances of one reusable tool.
+type slotPool struct {
+	p      *prepared
+	owner  *pools
+	logger hclog.Logger
+	image  *cowImage   // nil: instances' memories are heap buffers
+	mode   restoreMode // how instances are reset
+
+	ready chan *slot
+	dirty chan *slot
+	wake  chan struct{}
+	quit  chan struct{}
+	done  chan struct{}
+
+	mu       sync.Mutex
+	live     int    // instances that exist (ready, in use or being restored)
+	target   int    // instances wanted now (1..PoolTarget)
+	capped   bool   // the budget refused the last instance wanted
+	closed   bool   //
+	failed   bool   // an instance could not be made: stop trying
+	estimate uint64 // charge of a new instance
+	score    uint64 // recent demand (see tick)
+	idle     int    // ticks in a row without a call
+
+	calls atomic.Uint64 // calls since the last tick
+	busy  atomic.Int64  // instances calls hold now
+	// makeNs is the moving mean (1/8 weight per sample) of the time to
+	// make an instance.
+	makeNs atomic.Int64
+
+	hits, misses, discards, waits atomic.Uint64
+}
+
+func (ps *pools) newSlotPool(p *prepared) *slotPool {
+	sp := &slotPool{
+		p:      p,
+		owner:  ps,
+		logger: p.logger,
+		ready:  make(chan *slot, PoolTarget),
+		dirty:  make(chan *slot, PoolTarget),
+		wake:   make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+		target: 1,
+	}
+	sp.mode = ps.restore
+	if sp.mode == restoreCopy {
+		sp.logger.Debug("pool: instances in heap buffers", "reason", "configured")
+	} else if im, err := newCOWImage(p.fast.memory); err == nil {
+		sp.image = im
+	} else {
+		sp.mode = restoreCopy
+		sp.logger.Debug("pool: instances in heap buffers", "reason", err)
+	}
+	sp.estimate = instanceOverhead + uint64(len(p.fast.memory))
+	if sp.image != nil {
+		// A first guess until a call has run: an eighth of the snapshot
+		// (a Go tool writes 3–10% of it per call).
+		sp.estimate = instanceOverhead + uint64(len(p.fast.memory))/8
+	}
+	if !ps.add(sp) {
+		sp.closed = true
+		close(sp.done)
+		sp.closeImage()
+		return sp
+	}
+	go sp.run()
+	return sp
+}
+
+func (sp *slotPool) run() {
+	defer close(sp.done)
+	for {
+		sp.fill()
+		select {
+		case s := <-sp.dirty:
+			sp.reset(s)
+		case <-sp.wake:
+		case <-sp.quit:
+			return
+		}
+	}
+}
+
+// reset restores an instance a call gave back and makes it ready, or
+// drops it when it cannot be restored or the pool wants fewer.
+func (sp *slotPool) reset(s *slot) {
+	if err := sp.restore(s); err != nil {
+		sp.logger.Warn("pool: restore failed", "error", err)
+		sp.drop(s)
+		return
+	}
+	sp.recharge(s)
+	sp.ready <- s // never blocks: at most PoolTarget instances exist
+}
+
+// recharge charges s what it holds now (see the file comment).
+func (sp *slotPool) recharge(s *slot) {
+	if sp.image == nil || s.mapping == nil {
+		return
+	}
+	held := instanceOverhead + uint64(s.private)*pageSize
+	if held <= s.charge {
+		return
+	}
+	sp.owner.charge(held - s.charge)
+	s.charge = held
+	sp.mu.Lock()
+	sp.estimate = max(sp.estimate, held)
+	sp.mu.Unlock()
+}
+
+// fill makes instances until the pool has what it wants or the budget
+// refuses one.
+func (sp *slotPool) fill() {
+	for {
+		sp.mu.Lock()
+		full := sp.live >= sp.target || sp.closed || sp.failed
+		cost, demand := sp.estimate, sp.demandLocked()+1
+		sp.mu.Unlock()
+		if full {
+			return
+		}
+		if !sp.owner.reserveFor(sp, cost, demand) {
+			sp.mu.Lock()
+			sp.capped, sp.target = true, max(sp.live, 1)
+			sp.mu.Unlock()
+			return
+		}
+		t0 := time.Now()
+		s, err := sp.p.newSlot(sp.image)
+		movingMean(&sp.makeNs, time.Since(t0))
+		sp.mu.Lock()
+		if err != nil || sp.closed {
+			sp.failed = sp.failed || err != nil
+			sp.mu.Unlock()
+			sp.owner.free(cost)
+			if err != nil {
+				sp.logger.Warn("pool: cannot make an instance", "error", err)
+			} else {
+				sp.discard(s)
+			}
+			return
+		}
+		s.charge = cost
+		sp.live++
+		sp.mu.Unlock()
+		sp.ready <- s
+	}
+}
+
+// demandLocked is the pool's recent demand: the decayed score and the
+// calls of the current tick. sp.mu is held.
+func (sp *slotPool) demandLocked() uint64 { return sp.score + sp.calls.Load() }
+
+// want asks for one more instance (a call found none ready).
+func (sp *slotPool) want() {
+	sp.mu.Lock()
+	if sp.target < PoolTarget && !sp.closed {
+		sp.target++
+	}
+	sp.mu.Unlock()
+	select {
+	case sp.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns a ready instance; failing that, one waiting to be
+// restored, restored here (far cheaper than a fresh instance); failing
+// that, when the pool is saturated, the next instance a call gives back;
+// or nil (the call takes the fresh-instance path).
+func (sp *slotPool) take(ctx context.Context) *slot {
+	s := sp.wait(ctx)
+	if s != nil {
+		sp.busy.Add(1)
+	}
+	return s
+}
+
+// wait is take without the busy count.
+func (sp *slotPool) wait(ctx context.Context) *slot {
+	sp.calls.Add(1)
+	select {
+	case s := <-sp.ready:
+		sp.hits.Add(1)
+		return s
+	default:
+	}
+	select {
+	case s := <-sp.ready:
+		sp.hits.Add(1)
+		return s
+	case s := <-sp.dirty:
+		sp.want() // the pool did not keep up: one more
+		if s = sp.restoreHere(s); s != nil {
+			sp.hits.Add(1)
+			return s
+		}
+	default:
+	}
+	if !sp.saturated() {
+		sp.misses.Add(1)
+		sp.want()
+		return nil
+	}
+	sp.waits.Add(1)
+	wait := time.NewTimer(max(2*time.Duration(sp.makeNs.Load()), minAdmissionWait))
+	defer wait.Stop()
+	select {
+	case s := <-sp.ready:
+		sp.hits.Add(1)
+		return s
+	case s := <-sp.dirty:
+		if s = sp.restoreHere(s); s != nil {
+			sp.hits.Add(1)
+			return s
+		}
+	case <-wait.C:
+	case <-ctx.Done():
+	case <-sp.quit:
+	}
+	sp.misses.Add(1)
+	return nil
+}
+
+// restoreHere restores an instance on the calling goroutine; nil when it
+// could not be restored (it is dropped).
+func (sp *slotPool) restoreHere(s *slot) *slot {
+	if err := sp.restore(s); err != nil {
+		sp.logger.Warn("pool: restore failed", "error", err)
+		sp.drop(s)
+		return nil
+	}
+	sp.recharge(s)
+	return s
+}
+
+// minAdmissionWait is the shortest a call waits for a busy pool's
+// instance before it takes the fresh-instance path.
+const minAdmissionWait = time.Millisecond
+
+// saturated reports whether a call that found no instance should wait
+// for one (see the file comment).
+func (sp *slotPool) saturated() bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return !sp.closed && sp.live > 0 && (sp.live >= PoolTarget || sp.capped)
+}
+
+// movingMean folds d into the moving mean m (weight 1/8; the first
+// sample sets it).
+func movingMean(m *atomic.Int64, d time.Duration) {
+	for {
+		old := m.Load()
+		next := int64(d)
+		if old != 0 {
+			next = old + (int64(d)-old)/8
+		}
+		if m.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// giveBack returns an instance after its call: to be restored if reuse,
+// else discarded and replaced.
+func (sp *slotPool) giveBack(s *slot, reuse bool) {
+	sp.busy.Add(-1)
+	sp.mu.Lock()
+	closed := sp.closed
+	if !reuse || closed {
+		sp.live--
+	}
+	sp.mu.Unlock()
+	if reuse && !closed {
+		sp.dirty <- s // never blocks: at most PoolTarget instances exist
+		return
+	}
+	sp.discards.Add(1)
+	sp.discard(s)
+	sp.owner.free(s.charge)
+	select {
+	case sp.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drop discards an instance the pool holds (not in use) and frees its
+// budget.
+func (sp *slotPool) drop(s *slot) {
+	sp.mu.Lock()
+	sp.live--
+	sp.mu.Unlock()
+	sp.discards.Add(1)
+	sp.discard(s)
+	sp.owner.free(s.charge)
+}
+
+// shed gives back one ready instance's budget, lowering the pool's
+// target, and reports whether there was one. keepLast keeps the pool's
+// only instance.
+func (sp *slotPool) shed(keepLast bool) bool {
+	sp.mu.Lock()
+	if sp.closed || (keepLast && sp.live <= 1) {
+		sp.mu.Unlock()
+		return false
+	}
+	sp.mu.Unlock()
+	select {
+	case s := <-sp.ready:
+		sp.mu.Lock()
+		sp.live--
+		sp.target = max(min(sp.target, sp.live), 1)
+		sp.mu.Unlock()
+		sp.discard(s)
+		sp.owner.free(s.charge)
+		return true
+	default:
+		return false
+	}
+}
+
+// tick is the pool's part of the runner's periodic rebalance: it folds
+// this tick's calls into the demand and, after two ticks without a call,
+// gives back one instance (down to one).
+func (sp *slotPool) tick() {
+	n := sp.calls.Swap(0)
+	sp.mu.Lock()
+	sp.score = sp.score/2 + n
+	if n > 0 {
+		sp.idle = 0
+		sp.capped = false // try to grow again on the next miss
+		sp.mu.Unlock()
+		return
+	}
+	sp.idle++
+	shrink := sp.idle >= 2 && sp.target > 1
+	if shrink {
+		sp.target--
+	}
+	sp.mu.Unlock()
+	if shrink {
+		sp.shed(true)
+	}
+}
+
+// demand is the pool's recent demand (see demandLocked).
+func (sp *slotPool) demand() uint64 {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.demandLocked()
+}
+
+// closeImage releases the memfd; live mappings stay valid.
+func (sp *slotPool) closeImage() {
+	if sp.image != nil {
+		_ = sp.image.close()
+	}
+}
+
+// discard closes an instance and its mounts, and unmaps its memory.
+func (sp *slotPool) discard(s *slot) {
+	sp.p.closeModule(s.mod)
+	s.roots.release()
+	for _, fs := range s.mounts.fss {
+		_ = fs.Close()
+	}
+	if s.mapping != nil {
+		_ = sp.image.unmap(s.mapping)
+		s.mapping = nil
+	}
+}
+
+// close stops the pool and closes every idle instance; instances in use
+// are closed when their call gives them back. Idempotent.
+func (sp *slotPool) close() {
+	sp.mu.Lock()
+	if sp.closed {
+		sp.mu.Unlock()
+		return
+	}
+	sp.closed = true
+	sp.mu.Unlock()
+	close(sp.quit)
+	<-sp.done
+	for {
+		var s *slot
+		select {
+		case s = <-sp.ready:
+		case s = <-sp.dirty:
+		default:
+		}
+		if s == nil {
+			break
+		}
+		sp.drop(s)
+	}
+	sp.closeImage()
+	sp.owner.remove(sp)
+}
+
+// stats returns how many calls found an instance, how many did not and
+// how many instances were discarded.
+func (sp *slotPool) stats() (hits, misses, discards uint64) {
+	return sp.hits.Load(), sp.misses.Load(), sp.discards.Load()
+}
