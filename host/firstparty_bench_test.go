@@ -109,3 +109,18 @@ func BenchmarkThroughput(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNew is host.New over the core toolpack (one tool), nothing
+// called: what a process pays before its first call.
+func BenchmarkNew(b *testing.B) {
+	ctx := context.Background()
+	dir := filepath.Join(hosttest.Toolpacks(b), "core")
+	cacheDir := hosttest.CacheDir(b)
+	for b.Loop() {
+		h, err := host.New(ctx, host.Options{Dirs: []string{dir}, CacheDir: cacheDir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = h.Close(ctx)
+	}
+}

@@ -142,15 +142,22 @@ func runnerKey(t *manifest.Tool) string {
 // startRunners builds the runner set from a map keyed by handler type; no
 // global registration.
 func (h *Host) startRunners(ctx context.Context) error {
-	wr, err := wasm.New(ctx, wasm.Options{Logger: h.log, CacheDir: filepath.Join(h.opts.CacheDir, "wazero"), PoolMemoryBytes: h.policy.PoolMemoryBytes()})
-	if err != nil {
-		return fmt.Errorf("host: %w", err)
-	}
+	// The WebAssembly runners start with their first tool (lazyrunner.go).
+	wr := &lazyRunner{start: func(ctx context.Context) (runner.Runner, func(context.Context) error, error) {
+		r, err := wasm.New(ctx, wasm.Options{Logger: h.log, CacheDir: filepath.Join(h.opts.CacheDir, "wazero"), PoolMemoryBytes: h.policy.PoolMemoryBytes()})
+		if err != nil {
+			return nil, nil, fmt.Errorf("host: %w", err)
+		}
+		return r, r.Close, nil
+	}}
 	h.closers = append(h.closers, wr.Close)
-	er, err := extism.New(ctx, extism.Options{Logger: h.log, CacheDir: filepath.Join(h.opts.CacheDir, "wazero")})
-	if err != nil {
-		return fmt.Errorf("host: %w", err)
-	}
+	er := &lazyRunner{start: func(ctx context.Context) (runner.Runner, func(context.Context) error, error) {
+		r, err := extism.New(ctx, extism.Options{Logger: h.log, CacheDir: filepath.Join(h.opts.CacheDir, "wazero")})
+		if err != nil {
+			return nil, nil, fmt.Errorf("host: %w", err)
+		}
+		return r, r.Close, nil
+	}}
 	h.closers = append(h.closers, er.Close)
 	sr, err := script.New(script.Options{Logger: h.log.Named("runner.script"), CacheDir: filepath.Join(h.opts.CacheDir, "scripts")})
 	if err != nil {

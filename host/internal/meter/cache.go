@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
+
+	"github.com/agenthost/agenthost/host/internal/filecache"
 )
 
 // Cache memoizes Instrument in memory and, when it has a folder, on disk,
@@ -23,9 +20,9 @@ import (
 // private to the user (the host checks the cache root's owner and mode):
 // someone who can write there can also write a matching header.
 type Cache struct {
-	dir string
-	mu  sync.Mutex
-	mem map[string][]byte
+	files filecache.Store
+	mu    sync.Mutex
+	mem   map[string][]byte
 	// Discarded, when set, is told of each stored file that failed its
 	// check (for the host's log).
 	Discarded func(path, reason string)
@@ -34,7 +31,18 @@ type Cache struct {
 // NewCache returns a cache that persists under dir, created 0700 on first
 // write; dir "" keeps the cache in memory only.
 func NewCache(dir string) *Cache {
-	return &Cache{dir: dir, mem: map[string][]byte{}}
+	c := &Cache{mem: map[string][]byte{}}
+	c.files = filecache.Store{
+		Dir:   dir,
+		Magic: fileMagic,
+		Name:  func(key string) string { return "meter-" + key + ".wasm" },
+		Discarded: func(path, reason string) {
+			if c.Discarded != nil {
+				c.Discarded(path, reason)
+			}
+		},
+	}
+	return c
 }
 
 // fileMagic starts every stored file; the SHA-256 of the module follows.
@@ -60,14 +68,14 @@ func (c *Cache) Instrument(wasm []byte) ([]byte, error) {
 	if ok {
 		return out, nil
 	}
-	if out = c.load(key); out == nil {
+	if out = c.files.Load(key, isModule); out == nil {
 		var err error
 		if out, err = Instrument(wasm); err != nil {
 			return nil, err
 		}
 		// Persisting is best effort: a read-only or full cache folder
 		// costs the next process a rewrite, never this call.
-		_ = c.store(key, out)
+		_ = c.files.Save(key, out)
 	}
 	c.mu.Lock()
 	c.mem[key] = out
@@ -75,67 +83,5 @@ func (c *Cache) Instrument(wasm []byte) ([]byte, error) {
 	return out, nil
 }
 
-func (c *Cache) path(key string) string {
-	return filepath.Join(c.dir, "meter-"+key+".wasm")
-}
-
-// load returns the stored module, or nil when absent or when it fails its
-// check (a torn, corrupted or foreign file is recomputed and overwritten).
-func (c *Cache) load(key string) []byte {
-	if c.dir == "" {
-		return nil
-	}
-	path := c.path(key)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	hdr := len(fileMagic) + sha256.Size
-	if len(b) < hdr || string(b[:len(fileMagic)]) != fileMagic {
-		c.discard(path, "not an instrumented-module file")
-		return nil
-	}
-	body := b[hdr:]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], b[len(fileMagic):hdr]) || !bytes.HasPrefix(body, []byte(wasmHeader)) {
-		c.discard(path, "its content does not match its digest")
-		return nil
-	}
-	return body
-}
-
-func (c *Cache) discard(path, reason string) {
-	_ = os.Remove(path)
-	if c.Discarded != nil {
-		c.Discarded(path, reason)
-	}
-}
-
-// store writes the module atomically (temporary file and rename), so a
-// concurrent reader sees either nothing or the whole module.
-func (c *Cache) store(key string, wasm []byte) error {
-	if c.dir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(c.dir, 0o700); err != nil {
-		return fmt.Errorf("meter cache: %w", err)
-	}
-	f, err := os.CreateTemp(c.dir, ".meter-*.tmp")
-	if err != nil {
-		return fmt.Errorf("meter cache: %w", err)
-	}
-	sum := sha256.Sum256(wasm)
-	_, werr := f.Write(append(append([]byte(fileMagic), sum[:]...), wasm...))
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(f.Name())
-		return fmt.Errorf("meter cache: %w", err)
-	}
-	if err := os.Rename(f.Name(), c.path(key)); err != nil {
-		_ = os.Remove(f.Name())
-		if errors.Is(err, fs.ErrExist) {
-			return nil
-		}
-		return fmt.Errorf("meter cache: %w", err)
-	}
-	return nil
-}
+// isModule reports whether a stored body starts like a wasm module.
+func isModule(body []byte) bool { return bytes.HasPrefix(body, []byte(wasmHeader)) }

@@ -8,10 +8,11 @@ import (
 // SimulateNoLandlock makes r behave as on a kernel without Landlock, for
 // the degraded-isolation tests. It returns a function that undoes it.
 func SimulateNoLandlock(r *Runner) (reset func()) {
-	saved := r.features
-	r.features.LandlockABI = 0
-	r.features.LandlockErr = errors.New("landlock disabled by test")
-	return func() { r.features = saved }
+	f := r.feat()
+	saved := *f
+	f.LandlockABI = 0
+	f.LandlockErr = errors.New("landlock disabled by test")
+	return func() { *f = saved }
 }
 
 // CacheDir exposes the runner's dependency cache folder.
@@ -30,7 +31,8 @@ func InterpreterExe(r *Runner, lang string) (string, error) {
 // SimulateNoEgress makes r behave as on a host that cannot run the
 // egress proxy (not root).
 func SimulateNoEgress(r *Runner) (reset func()) {
-	saved := r.features
-	r.features.Egress = false
-	return func() { r.features = saved }
+	f := r.feat()
+	saved := *f
+	f.Egress = false
+	return func() { *f = saved }
 }

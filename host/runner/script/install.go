@@ -96,7 +96,7 @@ func (inst *installer) run(ctx context.Context, prog string, args ...string) err
 		Stdout: &out, Stderr: &out,
 		UID: inst.uid,
 	}
-	f := r.features
+	f := *r.feat()
 	if f.LandlockABI > 0 {
 		cfg.Landlock, cfg.Rules = true, rules
 	}

@@ -124,7 +124,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 			return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u, "ALL_PROXY=" + u, "AGENTHOST_PROXY=" + u}
 		}
 	}
-	f := p.r.features
+	f := *p.r.feat()
 	if f.LandlockABI > 0 {
 		cfg.Landlock = true
 		cfg.Rules = p.rules(rules)
@@ -371,7 +371,7 @@ func (p *prepared) rules(grantRules []isolate.Rule) []isolate.Rule {
 
 // isolationSummary says which protections apply to the call.
 func (p *prepared) isolationSummary() string {
-	f := p.r.features
+	f := *p.r.feat()
 	var on []string
 	if f.LandlockABI > 0 {
 		on = append(on, fmt.Sprintf("landlock ABI %d", f.LandlockABI))

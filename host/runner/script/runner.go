@@ -63,7 +63,10 @@ const uidSlots = 64
 type Runner struct {
 	log      hclog.Logger
 	cacheDir string
+	// features are the kernel's protections, probed on first use (the
+	// probe starts a process: a host that runs no script never pays it).
 	features isolate.Features
+	probe    sync.Once
 	interps  *interpreters
 	// installMu serialises dependency installs (npm and pip are not safe
 	// to run twice on one folder).
@@ -74,7 +77,8 @@ type Runner struct {
 	scratch scratch
 }
 
-// New returns a Runner. It probes the kernel's protections once.
+// New returns a Runner. It probes the kernel's protections once, when
+// they are first needed.
 func New(opts Options) (*Runner, error) {
 	log := opts.Logger
 	if log == nil {
@@ -95,10 +99,9 @@ func New(opts Options) (*Runner, error) {
 	r := &Runner{
 		log:      log,
 		cacheDir: abs,
-		features: isolate.Probe(),
 		interps:  &interpreters{found: map[string]*interpreter{}, errs: map[string]error{}, lookPath: exec.LookPath},
 	}
-	if r.features.Root {
+	if os.Geteuid() == 0 {
 		// A random base keeps two runners (or two host processes) from
 		// sharing uids, and so RLIMIT_NPROC budgets.
 		var b [4]byte
@@ -117,7 +120,7 @@ func New(opts Options) (*Runner, error) {
 // Protections lists the protections this Runner's calls get (as probed
 // when it was created).
 func (r *Runner) Protections() []Protection {
-	return convert(r.features.Protections())
+	return convert(r.feat().Protections())
 }
 
 // Prepare checks the tool and its grant, resolves the interpreter and
@@ -151,7 +154,7 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if len(grant.Mounts) > 0 {
 		return nil, fail(abi.CodeLoadError, "fileAccess.mounts maps guest paths for WASI guests; scripts see host paths, so mounts are refused rather than ignored")
 	}
-	if len(grant.Hosts) > 0 && !r.features.Egress {
+	if len(grant.Hosts) > 0 && !r.feat().Egress {
 		return nil, fail(abi.CodePermissionDenied,
 			"the grant lists network hosts, but this host cannot enforce a host allowlist on a subprocess (the egress proxy needs a root host with namespaces); the tool is refused rather than given an unfiltered network (docs/SECURITY.md, Script bridge)")
 	}
@@ -177,7 +180,7 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 // missingProtections lists the protections this machine lacks.
 func (r *Runner) missingProtections() []string {
 	var m []string
-	for _, p := range r.features.Protections() {
+	for _, p := range r.feat().Protections() {
 		// The egress proxy matters only to grants with hosts, checked
 		// on its own in Prepare.
 		if !p.Available && p.Name != isolate.ProtEgress {
@@ -230,3 +233,9 @@ var (
 	_ runner.Runner   = (*Runner)(nil)
 	_ runner.Prepared = (*prepared)(nil)
 )
+
+// feat returns the kernel's protections, probing them on first use.
+func (r *Runner) feat() *isolate.Features {
+	r.probe.Do(func() { r.features = isolate.Probe() })
+	return &r.features
+}

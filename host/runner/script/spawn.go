@@ -145,7 +145,7 @@ func (r *Runner) Spawn(ctx context.Context, c SpawnConfig) (*Process, error) {
 			return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u, "ALL_PROXY=" + u}
 		}
 	}
-	f := r.features
+	f := *r.feat()
 	if f.LandlockABI > 0 {
 		cfg.Landlock, cfg.Rules = true, rules
 	}

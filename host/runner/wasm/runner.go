@@ -51,7 +51,9 @@ type Runner struct {
 	rt     wazero.Runtime
 	cache  wazero.CompilationCache
 	meter  *meter.Cache // instrumented modules (interrupt.go)
-	pools  *pools       // fast-path memory pools and their budget
+	// reactors are the rewritten reactor modules (reactorcache.go).
+	reactors *reactorCache
+	pools    *pools // fast-path memory pools and their budget
 
 	mu       sync.Mutex
 	compiled map[string]*compileEntry // by module SHA-256
@@ -95,9 +97,10 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("wasm runner: %w", err)
 	}
-	meterDir := ""
+	meterDir, reactorDir := "", ""
 	if opts.CacheDir != "" {
 		meterDir = filepath.Join(opts.CacheDir, "meter")
+		reactorDir = filepath.Join(opts.CacheDir, "reactor")
 	}
 	mc := meter.NewCache(meterDir)
 	named := logger.Named("runner.wasm")
@@ -105,10 +108,13 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		named.Warn("discarded a cached instrumented module; rebuilding it", "file", filepath.Base(path), "reason", reason)
 	}
 	return &Runner{
-		logger:   named,
-		rt:       rt,
-		cache:    cache,
-		meter:    mc,
+		logger: named,
+		rt:     rt,
+		cache:  cache,
+		meter:  mc,
+		reactors: newReactorCache(reactorDir, func(path, reason string) {
+			named.Warn("discarded a cached reactor module; rebuilding it", "file", filepath.Base(path), "reason", reason)
+		}),
 		pools:    newPools(opts.PoolMemoryBytes),
 		compiled: map[string]*compileEntry{},
 	}, nil

@@ -3,7 +3,6 @@ package wasm
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -92,6 +91,8 @@ type reactorModule struct {
 	// function can change a table, and the module imports what the
 	// added fd check calls.
 	reusable bool
+	// digest is the SHA-256 of code (set by reactorCache).
+	digest [32]byte
 }
 
 // isReactor reports whether the module's exports make it a reactor tool.
@@ -255,11 +256,10 @@ func addFdCheck(m *wabin.Module) bool {
 // module (once per module), builds the prepared tool and takes its
 // snapshot under the tool's grant.
 func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant *policy.Grant, mounts []mount, sum string, code []byte) (*prepared, error) {
-	rm, err := rewriteReactor(code)
+	rm, digest, err := r.reactors.rewrite(code)
 	if err != nil {
 		return nil, err
 	}
-	digest := sha256.Sum256(rm.code)
 	mod, err := r.compile(ctx, "reactor-"+hex.EncodeToString(digest[:]), rm.code)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", tool.Handler.Module, err)

@@ -1,0 +1,100 @@
+// Package filecache keeps files derived from tool modules (an
+// instrumented module, a rewritten reactor) in a folder, so a second
+// process reads them instead of computing them again.
+//
+// Each file starts with a magic line naming its kind and the SHA-256 of
+// the body that follows, and a read checks both: a torn, corrupted,
+// edited or foreign file is removed, reported to Discarded and computed
+// again, never used. Files are written atomically (a temporary file, then
+// a rename), so a concurrent reader sees nothing or the whole file. The
+// folder itself must be private to the user (the host checks the cache
+// root's owner and mode): someone who can write there can also write a
+// matching header.
+package filecache
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Store is one kind of derived file in one folder. The zero Dir keeps
+// nothing: Load always misses and Save does nothing.
+type Store struct {
+	// Dir is the folder, created 0700 on the first Save.
+	Dir string
+	// Magic starts every file of this kind (e.g. "agenthost-meter-file-v1\n").
+	Magic string
+	// Name maps a key to a file name in Dir.
+	Name func(key string) string
+	// Discarded, when set, is told of each file that failed its check.
+	Discarded func(path, reason string)
+}
+
+// Path returns the file of key.
+func (s *Store) Path(key string) string { return filepath.Join(s.Dir, s.Name(key)) }
+
+// Load returns the body stored under key, or nil when there is none or
+// when the file fails its check (then it is removed). valid, when not
+// nil, is a further check of the body.
+func (s *Store) Load(key string, valid func(body []byte) bool) []byte {
+	if s.Dir == "" {
+		return nil
+	}
+	path := s.Path(key)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	hdr := len(s.Magic) + sha256.Size
+	if len(b) < hdr || string(b[:len(s.Magic)]) != s.Magic {
+		s.discard(path, "not a file of this kind")
+		return nil
+	}
+	body := b[hdr:]
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], b[len(s.Magic):hdr]) || (valid != nil && !valid(body)) {
+		s.discard(path, "its content does not match its digest")
+		return nil
+	}
+	return body
+}
+
+func (s *Store) discard(path, reason string) {
+	_ = os.Remove(path)
+	if s.Discarded != nil {
+		s.Discarded(path, reason)
+	}
+}
+
+// Save stores body under key.
+func (s *Store) Save(key string, body []byte) error {
+	if s.Dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("file cache: %w", err)
+	}
+	f, err := os.CreateTemp(s.Dir, ".cache-*.tmp")
+	if err != nil {
+		return fmt.Errorf("file cache: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	_, werr := f.Write(append(append([]byte(s.Magic), sum[:]...), body...))
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("file cache: %w", err)
+	}
+	if err := os.Rename(f.Name(), s.Path(key)); err != nil {
+		_ = os.Remove(f.Name())
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return fmt.Errorf("file cache: %w", err)
+	}
+	return nil
+}

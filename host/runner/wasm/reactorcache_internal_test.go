@@ -1,0 +1,60 @@
+package wasm
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// TestReactorCache: a rewrite stored by one cache is read back by
+// another (a second process) equal to rewriteReactor's; a damaged file is
+// discarded and the rewrite computed again.
+func TestReactorCache(t *testing.T) {
+	code, err := os.ReadFile(filepath.Join("..", "..", "..", "toolpacks", "core", "echo.wasm"))
+	if err != nil {
+		t.Skipf("toolpacks not built: %v", err)
+	}
+	want, err := rewriteReactor(code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var discarded []string
+	onDiscard := func(_, reason string) { discarded = append(discarded, reason) }
+	first, _, err := newReactorCache(dir, onDiscard).rewrite(code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "reactor-*.bin"))
+	if len(files) != 1 {
+		t.Fatalf("stored %d files", len(files))
+	}
+	for _, damage := range []func(){
+		func() {},
+		func() {
+			b, _ := os.ReadFile(files[0])
+			b[len(b)/2] ^= 1
+			_ = os.WriteFile(files[0], b, 0o600)
+		},
+	} {
+		damage()
+		got, digest, err := newReactorCache(dir, onDiscard).rewrite(code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rm := range []*reactorModule{first, got} {
+			if !bytes.Equal(rm.code, want.code) || !bytes.Equal(rm.initial, want.initial) ||
+				!reflect.DeepEqual(rm.globals, want.globals) || rm.counter != want.counter || rm.reusable != want.reusable {
+				t.Fatal("a cached rewrite differs from rewriteReactor's")
+			}
+		}
+		if digest != first.digest {
+			t.Fatal("digest differs")
+		}
+	}
+	if len(discarded) != 1 {
+		t.Fatalf("discarded %q, want the damaged file once", discarded)
+	}
+}
