@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
@@ -123,4 +127,86 @@ func BenchmarkNew(b *testing.B) {
 		}
 		_ = h.Close(ctx)
 	}
+}
+
+// BenchmarkFirstCalls is a new host's first 16 core:echo calls (the
+// compilation served from the on-disk caches): the first call's time and
+// the median of calls 2–16, which should already be on the fast path.
+func BenchmarkFirstCalls(b *testing.B) {
+	ctx := context.Background()
+	dir := filepath.Join(hosttest.Toolpacks(b), "core")
+	cacheDir := hosttest.CacheDir(b)
+	args := json.RawMessage(`{"message":"hello"}`)
+	var first, rest []time.Duration
+	for b.Loop() {
+		h, err := host.New(ctx, host.Options{Dirs: []string{dir}, CacheDir: cacheDir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var took []time.Duration
+		for range 16 {
+			t0 := time.Now()
+			if env := h.Call(ctx, "core:echo", args); env.Error != nil {
+				b.Fatal(env.Error)
+			}
+			took = append(took, time.Since(t0))
+		}
+		_ = h.Close(ctx)
+		first = append(first, took[0])
+		slices.Sort(took[1:])
+		rest = append(rest, took[1+len(took[1:])/2])
+	}
+	slices.Sort(first)
+	slices.Sort(rest)
+	b.ReportMetric(float64(first[len(first)/2].Microseconds())/1000, "call1-ms")
+	b.ReportMetric(float64(rest[len(rest)/2].Microseconds()), "calls2-16-µs")
+}
+
+// BenchmarkMemory loads every toolpack, warms each first-party tool, then
+// calls them in turn: B/op and allocs/op are per call, and it reports the
+// process's resident memory and the Go heap in use with everything loaded
+// and warm.
+func BenchmarkMemory(b *testing.B) {
+	ctx := context.Background()
+	h := firstPartyHost(b)
+	for _, c := range firstPartyCalls {
+		for range 8 {
+			if env := h.Call(ctx, c.tool, json.RawMessage(c.args)); env.Error != nil {
+				b.Fatal(env.Error)
+			}
+		}
+	}
+	i := 0
+	for b.Loop() {
+		c := firstPartyCalls[i%len(firstPartyCalls)]
+		i++
+		if env := h.Call(ctx, c.tool, json.RawMessage(c.args)); env.Error != nil {
+			b.Fatal(env.Error)
+		}
+	}
+	b.StopTimer()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+	if rss := residentBytes(); rss > 0 {
+		b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
+	}
+}
+
+// residentBytes returns the process's resident set size (VmRSS), 0 when
+// /proc is not there.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscan(rest, &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }

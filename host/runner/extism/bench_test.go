@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -344,4 +345,63 @@ func BenchmarkFreshPhases(b *testing.B) {
 	}
 	b.ReportMetric(median(inst), "instantiate-µs")
 	b.ReportMetric(median(init), "initialize-µs")
+}
+
+// BenchmarkThirdParty runs the third-party count_vowels plugin (Rust, no
+// initialiser: each call is a fresh instance) through this runner, with
+// memory growing by a quarter (the policy) and by doubling (the former
+// one), against go-sdk v1.7.1 with a fresh instance per call, interleaved.
+func BenchmarkThirdParty(b *testing.B) {
+	ctx := context.Background()
+	cache := benchCache(b)
+	path, err := filepath.Abs(filepath.Join(thirdParty, "count_vowels.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	code, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := extism.New(ctx, extism.Options{CacheDir: cacheDir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close(ctx) })
+	tool := toolFor(path, "count_vowels")
+	p, err := r.Prepare(ctx, tool, grantFor(tool))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := extismsdk.NewCompiledPlugin(ctx, extismsdk.Manifest{Wasm: []extismsdk.Wasm{extismsdk.WasmData{Data: code}}},
+		extismsdk.PluginConfig{EnableWasi: true, RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(cache)}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close(ctx) })
+	input := []byte("the quick brown fox jumps over the lazy dog")
+	want := `{"count":11,"total":11,"vowels":"aeiouAEIOU"}`
+	ours := func() {
+		res, err := p.Run(ctx, runner.Request{Input: input})
+		if err != nil || res.Err != nil || string(res.Output) != want {
+			b.Fatalf("%q %v %v", res.Output, err, res.Err)
+		}
+	}
+	pairedCalls(b, []string{"gosdk", "extism", "extism-doubling"}, []func(){
+		func() {
+			inst, err := c.Instance(ctx, extismsdk.PluginInstanceConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, out, err := inst.Call("count_vowels", input)
+			inst.Close(ctx)
+			if err != nil || string(out) != want {
+				b.Fatalf("%q %v", out, err)
+			}
+		},
+		ours,
+		func() {
+			defer extism.SetDoublingGrowth(true)()
+			ours()
+		},
+	})
 }

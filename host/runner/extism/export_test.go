@@ -78,3 +78,11 @@ func FreshPhases(ctx context.Context, p runner.Prepared) (instantiate, initialis
 
 // HasSnapshot reports whether p restores a pre-initialised snapshot.
 func HasSnapshot(p runner.Prepared) bool { return p.(*prepared).snap != nil }
+
+// SetDoublingGrowth makes plugin memories grow by doubling (the former
+// policy) instead of by a quarter; it returns the restore.
+func SetDoublingGrowth(on bool) func() {
+	saved := growDoubling
+	growDoubling = on
+	return func() { growDoubling = saved }
+}

@@ -4,7 +4,9 @@ package wasm
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -18,7 +20,10 @@ import (
 // holds the snapshot: only the pages an instance copied (written) can
 // differ, and /proc/self/pagemap tells which those are (written).
 type cowImage struct {
-	fd   int
+	// mu orders close with mapping: a descriptor number closed while a
+	// mapping is made could be reused by another file and mapped instead.
+	mu   sync.RWMutex
+	fd   int // -1 once closed
 	size int
 	// pagemap is /proc/self/pagemap, -1 when it cannot be read (then
 	// every page counts as written).
@@ -63,6 +68,8 @@ const (
 // calls (8 bytes per page). Without pagemap every page is reported.
 func (im *cowImage) written(b []byte, scratch []byte) ([]byte, func(page int) bool) {
 	pages := len(b) / pageSize
+	im.mu.RLock()
+	defer im.mu.RUnlock()
 	if im.pagemap < 0 || pageSize != unix.Getpagesize() {
 		return scratch, func(int) bool { return true }
 	}
@@ -86,6 +93,11 @@ func (im *cowImage) written(b []byte, scratch []byte) ([]byte, func(page int) bo
 
 // mapping returns a new private mapping of the image.
 func (im *cowImage) mapping() ([]byte, error) {
+	im.mu.RLock()
+	defer im.mu.RUnlock()
+	if im.fd < 0 {
+		return nil, errors.New("snapshot image closed")
+	}
 	b, err := unix.Mmap(im.fd, 0, im.size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
 	if err != nil {
 		return nil, fmt.Errorf("mmap snapshot: %w", err)
@@ -105,9 +117,18 @@ func (im *cowImage) reset(b []byte) error {
 func (im *cowImage) unmap(b []byte) error { return unix.Munmap(b) }
 
 // close releases the image; mappings stay valid until unmapped.
+// Idempotent.
 func (im *cowImage) close() error {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if im.fd < 0 {
+		return nil
+	}
 	if im.pagemap >= 0 {
 		_ = unix.Close(im.pagemap)
+		im.pagemap = -1
 	}
-	return unix.Close(im.fd)
+	fd := im.fd
+	im.fd = -1
+	return unix.Close(fd)
 }

@@ -27,6 +27,49 @@ type memorySource interface {
 	put(buf []byte)
 }
 
+// mappedSource hands out private mappings of a tool's cowImage: a fresh
+// instance's memory then costs no Go heap (a Go tool's snapshot is 4 MiB
+// or more, copied per call before), and the kernel copies only the pages
+// the call writes. When no mapping can be made (the image is closed, or
+// outside Linux) get copies the snapshot instead.
+type mappedSource struct {
+	image *cowImage
+	copy  constantSource
+
+	mu     sync.Mutex
+	mapped map[*byte]struct{} // data pointers of the mappings handed out
+}
+
+func newMappedSource(image *cowImage, snap []byte) *mappedSource {
+	return &mappedSource{image: image, copy: constantSource(snap), mapped: map[*byte]struct{}{}}
+}
+
+func (s *mappedSource) get() []byte {
+	if s.image != nil {
+		if b, err := s.image.mapping(); err == nil {
+			s.mu.Lock()
+			s.mapped[unsafe.SliceData(b)] = struct{}{}
+			s.mu.Unlock()
+			return b
+		}
+	}
+	return s.copy.get()
+}
+
+// put unmaps a mapping get handed out (a copy is left to the collector).
+func (s *mappedSource) put(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	s.mu.Lock()
+	_, ok := s.mapped[unsafe.SliceData(b)]
+	delete(s.mapped, unsafe.SliceData(b))
+	s.mu.Unlock()
+	if ok {
+		_ = s.image.unmap(b[:len(s.copy):len(s.copy)])
+	}
+}
+
 // constantSource copies one fixed image per get; put drops the buffer.
 type constantSource []byte
 
@@ -189,8 +232,14 @@ func (ps *pools) inUse() uint64 {
 // each buffer a call gives back. A pool with no buffer (budget spent or
 // zero) still works: every get copies the snapshot on the spot.
 func (ps *pools) newPool(snap []byte, logger hclog.Logger) *memoryPool {
+	image, err := newCOWImage(snap)
+	if err != nil {
+		image = nil // fresh copies instead of mappings
+	}
 	mp := &memoryPool{
 		snap:   snap,
+		image:  image,
+		extra:  newMappedSource(image, snap),
 		owner:  ps,
 		logger: logger,
 		owned:  map[*byte]struct{}{},
@@ -204,6 +253,9 @@ func (ps *pools) newPool(snap []byte, logger hclog.Logger) *memoryPool {
 		ps.mu.Unlock()
 		close(mp.done)
 		mp.closed = true
+		if image != nil {
+			_ = image.close()
+		}
 		return mp
 	}
 	ps.live[mp] = struct{}{}
@@ -241,7 +293,11 @@ func (ps *pools) closeAll() {
 // ready → call → dirty → refilled → ready; a call that finds no ready
 // buffer gets a fresh copy, which is dropped afterwards.
 type memoryPool struct {
-	snap   []byte
+	snap []byte
+	// image backs the memories of calls that find no ready buffer
+	// (extra): mappings rather than copies. nil outside Linux.
+	image  *cowImage
+	extra  *mappedSource
 	owner  *pools
 	logger hclog.Logger
 
@@ -298,7 +354,7 @@ func (mp *memoryPool) get() []byte {
 		return buf
 	default:
 		mp.misses.Add(1)
-		return append(make([]byte, 0, len(mp.snap)), mp.snap...)
+		return mp.extra.get()
 	}
 }
 
@@ -313,7 +369,11 @@ func (mp *memoryPool) put(buf []byte) {
 	_, own := mp.owned[unsafe.SliceData(buf)]
 	closed := mp.closed
 	mp.mu.Unlock()
-	if !own || closed {
+	if !own {
+		mp.extra.put(buf)
+		return
+	}
+	if closed {
 		return
 	}
 	select {
@@ -359,6 +419,9 @@ func (mp *memoryPool) close() {
 	mp.owner.mu.Lock()
 	delete(mp.owner.live, mp)
 	mp.owner.mu.Unlock()
+	if mp.image != nil {
+		_ = mp.image.close() // mappings in use stay valid
+	}
 }
 
 // snapshotAllocator is the memory allocator of a fast-path instance: its
@@ -440,4 +503,5 @@ var (
 	_ experimental.LinearMemory    = (*snapshotMemory)(nil)
 	_ memorySource                 = (*memoryPool)(nil)
 	_ memorySource                 = constantSource(nil)
+	_ memorySource                 = (*mappedSource)(nil)
 )

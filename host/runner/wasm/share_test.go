@@ -1,6 +1,8 @@
 package wasm_test
 
 import (
+	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -80,4 +82,35 @@ func TestPool_sharesByDemand(t *testing.T) {
 	if used := wasm.PoolBytes(r); used > 2*est+est/2 {
 		t.Fatalf("after rebalancing, the pools hold %d bytes, over the budget %d", used, 2*est+est/2)
 	}
+}
+
+// TestFreshInstance_mappingsReleased: a fresh instance's memory is a
+// private mapping of the snapshot (no Go heap), released after the call:
+// many calls leave no mapping behind, and each starts from the snapshot.
+func TestFreshInstance_mappingsReleased(t *testing.T) {
+	if _, err := os.Stat("/proc/self/maps"); err != nil {
+		t.Skip("no /proc/self/maps")
+	}
+	e := newEnv(t)
+	r := newPoolRunner(t, 0) // no pool: every call is a fresh instance
+	p := prepare(t, r, probeGuest(t, modeReactor), e, nil)
+	before := snapshotMappings(t)
+	for range 50 {
+		if o := decodeProbe(t, run(t, p, `{"op":"echo"}`)); o.Calls != 1 {
+			t.Fatalf("a fresh instance saw %d calls", o.Calls)
+		}
+	}
+	if after := snapshotMappings(t); after > before {
+		t.Fatalf("%d snapshot mappings after 50 calls, %d before", after, before)
+	}
+}
+
+// snapshotMappings counts the process's mappings of snapshot memfds.
+func snapshotMappings(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "memfd:agenthost-snapshot")
 }

@@ -275,8 +275,8 @@ func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant 
 	fp.fds = uint32(3 + 1 + len(p.mounts)) // stdio, "/", the mounts
 	p.fast = fp
 	if rm.reusable && !p.limits.Deterministic && r.pools.budget > 0 {
-		fp.pool = constantSource(fp.memory)
 		fp.slots = r.pools.newSlotPool(p)
+		fp.pool = newMappedSource(fp.slots.image, fp.memory)
 	} else {
 		fp.pool = r.pools.newPool(fp.memory, r.logger)
 	}
