@@ -20,9 +20,9 @@ import (
 //     the largest figure measured for the tool so far, or a first guess.
 //     An instance in a heap buffer holds the whole snapshot and is
 //     charged it;
-//   - each pool wants one instance at first (made at Prepare, so the
-//     first calls already find one), one more each time a call finds
-//     none ready, up to PoolTarget;
+//   - each pool wants two instances at first (made at Prepare, so the
+//     first calls already find one ready while the other is restored),
+//     one more each time a call finds none ready, up to PoolTarget;
 //   - when the budget is spent, a pool that wants an instance takes one
 //     from the pool with the least recent demand (calls per tick,
 //     halved every tick), if that demand is lower than its own;
@@ -40,6 +40,9 @@ import (
 //     their instance back well within the wait), while a slow tool (one
 //     waiting on the network) still gets a fresh instance rather than
 //     a queue.
+
+// startTarget is how many instances a pool makes at Prepare.
+const startTarget = 2
 
 // instanceOverhead is the Go heap of one pooled instance beyond its
 // memory: wazero's module instance (function table, globals, WASI
@@ -63,7 +66,7 @@ type slotPool struct {
 
 	mu       sync.Mutex
 	live     int    // instances that exist (ready, in use or being restored)
-	target   int    // instances wanted now (1..PoolTarget)
+	target   int    // instances wanted now (1..PoolTarget; startTarget at first)
 	capped   bool   // the budget refused the last instance wanted
 	closed   bool   //
 	failed   bool   // an instance could not be made: stop trying
@@ -90,7 +93,7 @@ func (ps *pools) newSlotPool(p *prepared) *slotPool {
 		wake:   make(chan struct{}, 1),
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
-		target: 1,
+		target: startTarget,
 	}
 	sp.mode = ps.restore
 	if sp.mode == restoreCopy {
