@@ -308,12 +308,7 @@ func TestReuse_discards(t *testing.T) {
 // instance whose guest keeps opening roots is discarded once it holds
 // more than wazero's own one per mount.
 func TestReuse_keptRoot(t *testing.T) {
-	e := newEnv(t)
-	r := newPoolRunner(t, 64<<20)
-	p := prepare(t, r, probeGuest(t, modeReactor), e, nil)
-	if !wasm.WaitReady(p) {
-		t.Fatal("the pool made no instance")
-	}
+	_, p := pooledProbe(t, false)
 	fds := map[int]bool{}
 	for range PoolTargetCalls {
 		fds[decodeProbe(t, run(t, p, `{"op":"keeproot"}`)).Length] = true

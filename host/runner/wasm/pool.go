@@ -118,6 +118,18 @@ func (ps *pools) free(n uint64) {
 	ps.used -= n
 }
 
+// closeOnce sets *closed under mu and reports whether this call was the
+// one that did (a pool's close is idempotent).
+func closeOnce(mu *sync.Mutex, closed *bool) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	if *closed {
+		return false
+	}
+	*closed = true
+	return true
+}
+
 // charge adds n bytes an instance came to hold to the budget in use; it
 // may exceed the budget until the next rebalance sheds instances.
 func (ps *pools) charge(n uint64) {
@@ -392,13 +404,9 @@ func (mp *memoryPool) stats() (hits, misses uint64) {
 // budget back. It is idempotent; calls still running finish with their
 // buffer, which put then drops.
 func (mp *memoryPool) close() {
-	mp.mu.Lock()
-	if mp.closed {
-		mp.mu.Unlock()
+	if !closeOnce(&mp.mu, &mp.closed) {
 		return
 	}
-	mp.closed = true
-	mp.mu.Unlock()
 	close(mp.quit)
 	<-mp.done
 	for {

@@ -6,18 +6,31 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agenthost/agenthost/host/runner"
 	"github.com/agenthost/agenthost/host/runner/wasm"
 )
+
+// pooledProbe prepares the probe guest on a runner with a 64 MiB pool
+// budget and waits until its pool has an instance ready (full: every
+// instance it may have).
+func pooledProbe(t *testing.T, full bool) (*wasm.Runner, runner.Prepared) {
+	t.Helper()
+	r := newPoolRunner(t, 64<<20)
+	p := prepare(t, r, probeGuest(t, modeReactor), newEnv(t), nil)
+	wait := wasm.WaitReady
+	if full {
+		wait = wasm.WaitFull
+	}
+	if !wait(p) {
+		t.Fatal("the pool made no instance")
+	}
+	return r, p
+}
 
 // TestPool_chargesRealCost: a pooled instance is charged wazero's objects
 // and the pages its calls wrote, far less than the snapshot it maps.
 func TestPool_chargesRealCost(t *testing.T) {
-	e := newEnv(t)
-	r := newPoolRunner(t, 64<<20)
-	p := prepare(t, r, probeGuest(t, modeReactor), e, nil)
-	if !wasm.WaitFull(p) {
-		t.Fatal("pool not full")
-	}
+	r, p := pooledProbe(t, true)
 	for range 4 * PoolTargetCalls {
 		decodeProbe(t, run(t, p, `{"op":"echo"}`))
 	}

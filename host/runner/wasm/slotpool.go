@@ -427,13 +427,9 @@ func (sp *slotPool) discard(s *slot) {
 // close stops the pool and closes every idle instance; instances in use
 // are closed when their call gives them back. Idempotent.
 func (sp *slotPool) close() {
-	sp.mu.Lock()
-	if sp.closed {
-		sp.mu.Unlock()
+	if !closeOnce(&sp.mu, &sp.closed) {
 		return
 	}
-	sp.closed = true
-	sp.mu.Unlock()
 	close(sp.quit)
 	<-sp.done
 	for {
