@@ -2,8 +2,9 @@ package host
 
 import "github.com/agenthost/agenthost/host/cache"
 
-// DefaultCacheMaxBytes is the size the host's cache is trimmed to at New
-// when Options.CacheMaxBytes is 0.
+// DefaultCacheMaxBytes is the size the host's cache is trimmed to when a
+// host starts (in the background; Close waits for it) and
+// Options.CacheMaxBytes is 0.
 const DefaultCacheMaxBytes int64 = 4 << 30
 
 // capCache trims the cache folder to Options.CacheMaxBytes, least recently

@@ -74,7 +74,11 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.opts.CacheDir = cacheDir
-	h.capCache()
+	// Trimming walks the whole cache folder (milliseconds for a large
+	// one): it runs beside the host's start, and Close waits for it.
+	trimmed := make(chan struct{})
+	go func() { defer close(trimmed); h.capCache() }()
+	h.closers = append(h.closers, func(context.Context) error { <-trimmed; return nil })
 	if h.policy.CacheDir != cacheDir { // per-tool $CACHE folders live under the host's cache too
 		pc := *h.policy
 		pc.CacheDir = cacheDir

@@ -47,8 +47,9 @@ type Options struct {
 	// (execute_tool, with the generative-AI attributes). Nil costs
 	// nothing.
 	Tracer trace.Tracer
-	// CacheMaxBytes caps the host's cache folder: New evicts the least
-	// recently used entries above it. 0 means DefaultCacheMaxBytes; a
+	// CacheMaxBytes caps the host's cache folder: the host evicts the
+	// least recently used entries above it when it starts (in the
+	// background; Close waits for it). 0 means DefaultCacheMaxBytes; a
 	// negative value means no cap.
 	CacheMaxBytes int64
 }

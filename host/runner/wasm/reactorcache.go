@@ -6,17 +6,22 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/agenthost/agenthost/host/internal/filecache"
+	"github.com/agenthost/agenthost/host/internal/meter"
 )
 
 // Rewriting a reactor (decoding a Go module of several MiB, scanning
 // every function body for table changes, encoding it again) cost about
 // a third of a process's first call. A reactorCache keeps the rewrites
 // in memory and, with a cache folder, on disk (host/internal/filecache:
-// each file checked against its digest on read), keyed by the SHA-256 of
-// the module and reactorVersion.
+// each file checked against its digest on read). The key is derived from
+// the SHA-256 of the tool's own module (already computed to check the
+// manifest's pin), the meter's version and reactorVersion: the rewrite
+// is of the instrumented module, which those determine, so a hit needs
+// neither the instrumented module nor another pass over the bytes.
 
 // reactorVersion changes whenever rewriteReactor's output would.
 const reactorVersion = "1"
@@ -40,14 +45,12 @@ func newReactorCache(dir string, discarded func(path, reason string)) *reactorCa
 	}
 }
 
-// rewrite returns rewriteReactor(code) and the SHA-256 of its module,
-// from memory, from disk or computed (then stored in both; a failed disk
-// write is not an error). A refusal is not cached.
-func (c *reactorCache) rewrite(code []byte) (*reactorModule, [sha256.Size]byte, error) {
-	h := sha256.New()
-	h.Write([]byte("agenthost-reactor-v" + reactorVersion + "\x00"))
-	h.Write(code)
-	key := hex.EncodeToString(h.Sum(nil))
+// rewrite returns the rewritten reactor of the module whose hex SHA-256
+// is sum, from memory, from disk, or computed by rewriteReactor over
+// instrumented() (then stored in both; a failed disk write is not an
+// error). A refusal is not cached.
+func (c *reactorCache) rewrite(sum string, instrumented func() ([]byte, error)) (*reactorModule, error) {
+	key := reactorKey(sum)
 	c.mu.Lock()
 	rm := c.mem[key]
 	c.mu.Unlock()
@@ -55,9 +58,12 @@ func (c *reactorCache) rewrite(code []byte) (*reactorModule, [sha256.Size]byte, 
 		rm = decodeReactor(c.files.Load(key, nil))
 	}
 	if rm == nil {
-		var err error
+		code, err := instrumented()
+		if err != nil {
+			return nil, err
+		}
 		if rm, err = rewriteReactor(code); err != nil {
-			return nil, [sha256.Size]byte{}, err
+			return nil, err
 		}
 		rm.digest = sha256.Sum256(rm.code)
 		_ = c.files.Save(key, encodeReactor(rm))
@@ -65,7 +71,13 @@ func (c *reactorCache) rewrite(code []byte) (*reactorModule, [sha256.Size]byte, 
 	c.mu.Lock()
 	c.mem[key] = rm
 	c.mu.Unlock()
-	return rm, rm.digest, nil
+	return rm, nil
+}
+
+// reactorKey is the cache key of the module whose hex SHA-256 is sum.
+func reactorKey(sum string) string {
+	k := sha256.Sum256([]byte("agenthost-reactor-v" + reactorVersion + "\x00meter-v" + meter.Version + "\x00" + strings.ToLower(sum)))
+	return hex.EncodeToString(k[:])
 }
 
 // reactorHeader is the stored form's metadata.

@@ -2,6 +2,8 @@ package wasm
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,8 +11,9 @@ import (
 )
 
 // TestReactorCache: a rewrite stored by one cache is read back by
-// another (a second process) equal to rewriteReactor's; a damaged file is
-// discarded and the rewrite computed again.
+// another (a second process) equal to rewriteReactor's, without
+// instrumenting the module again; a damaged file is discarded and the
+// rewrite computed again.
 func TestReactorCache(t *testing.T) {
 	code, err := os.ReadFile(filepath.Join("..", "..", "..", "toolpacks", "core", "echo.wasm"))
 	if err != nil {
@@ -23,7 +26,10 @@ func TestReactorCache(t *testing.T) {
 	dir := t.TempDir()
 	var discarded []string
 	onDiscard := func(_, reason string) { discarded = append(discarded, reason) }
-	first, _, err := newReactorCache(dir, onDiscard).rewrite(code)
+	sum := fmt.Sprintf("%x", sha256.Sum256(code))
+	built := 0
+	instrumented := func() ([]byte, error) { built++; return code, nil }
+	first, err := newReactorCache(dir, onDiscard).rewrite(sum, instrumented)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +46,7 @@ func TestReactorCache(t *testing.T) {
 		},
 	} {
 		damage()
-		got, digest, err := newReactorCache(dir, onDiscard).rewrite(code)
+		got, err := newReactorCache(dir, onDiscard).rewrite(sum, instrumented)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,11 +56,14 @@ func TestReactorCache(t *testing.T) {
 				t.Fatal("a cached rewrite differs from rewriteReactor's")
 			}
 		}
-		if digest != first.digest {
+		if got.digest != first.digest {
 			t.Fatal("digest differs")
 		}
 	}
 	if len(discarded) != 1 {
 		t.Fatalf("discarded %q, want the damaged file once", discarded)
+	}
+	if built != 2 {
+		t.Fatalf("the module was instrumented %d times, want 2 (the first rewrite and the damaged file's)", built)
 	}
 }

@@ -194,18 +194,26 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if h.SHA256 != "" && !strings.EqualFold(h.SHA256, sum) {
 		return nil, fail(abi.CodeLoadError, "module %s has sha256 %s, manifest says %s", h.Module, sum, h.SHA256)
 	}
-	// Every tool runs instrumented: the meter is how a call is stopped at
-	// its deadline, and counts fuel (interrupt.go).
-	if code, sum, err = r.instrument(code, sum); err != nil {
-		return nil, fail(abi.CodeLoadError, "instrument %s: %v", h.Module, err)
-	}
 	if isReactor(code) {
-		// The fast path: a reactor pre-initialised once (snapshot.go).
-		p, err := r.prepareReactor(ctx, tool, grant, mounts, sum, code)
+		// The fast path: a reactor pre-initialised once (snapshot.go),
+		// instrumented and rewritten once (reactorcache.go).
+		rm, err := r.reactors.rewrite(sum, func() ([]byte, error) {
+			metered, _, err := r.instrument(code, sum)
+			return metered, err
+		})
+		if err != nil {
+			return nil, fail(abi.CodeLoadError, "pre-initialise %s: %v", h.Module, err)
+		}
+		p, err := r.prepareReactor(ctx, tool, grant, mounts, rm)
 		if err != nil {
 			return nil, fail(abi.CodeLoadError, "pre-initialise %s: %v", h.Module, err)
 		}
 		return p, nil
+	}
+	// Every tool runs instrumented: the meter is how a call is stopped at
+	// its deadline, and counts fuel (interrupt.go).
+	if code, sum, err = r.instrument(code, sum); err != nil {
+		return nil, fail(abi.CodeLoadError, "instrument %s: %v", h.Module, err)
 	}
 	mod, err := r.compile(ctx, sum, code)
 	if err != nil {

@@ -255,12 +255,8 @@ func addFdCheck(m *wabin.Module) bool {
 // prepareReactor prepares a reactor tool: it compiles the rewritten
 // module (once per module), builds the prepared tool and takes its
 // snapshot under the tool's grant.
-func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant *policy.Grant, mounts []mount, sum string, code []byte) (*prepared, error) {
-	rm, digest, err := r.reactors.rewrite(code)
-	if err != nil {
-		return nil, err
-	}
-	mod, err := r.compile(ctx, "reactor-"+hex.EncodeToString(digest[:]), rm.code)
+func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant *policy.Grant, mounts []mount, rm *reactorModule) (*prepared, error) {
+	mod, err := r.compile(ctx, "reactor-"+hex.EncodeToString(rm.digest[:]), rm.code)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", tool.Handler.Module, err)
 	}
