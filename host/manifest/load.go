@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/agenthost/agenthost/host/schema"
 )
@@ -129,19 +130,35 @@ func ResolveInside(dir, rel string) (string, error) {
 	return real, nil
 }
 
-// hashFile returns the hex sha256 of a file's content.
+// hashFile returns the hex sha256 of a file's content. A process loads
+// the same modules again and again (every reload, every host of a
+// multi-tenant server), each several MiB: the digest of a file whose
+// identity and times have not changed is remembered (fileDigests).
 func hashFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("open: %w", err)
 	}
 	defer f.Close()
+	id, known := fileIdentity(f)
+	if known {
+		if d, ok := fileDigests.Load(id); ok {
+			return d.(string), nil
+		}
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", fmt.Errorf("read: %w", err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	digest := hex.EncodeToString(h.Sum(nil))
+	if after, ok := fileIdentity(f); known && ok && after == id {
+		fileDigests.Store(id, digest)
+	}
+	return digest, nil
 }
+
+// fileDigests maps a fileID to the file's hex sha256.
+var fileDigests sync.Map
 
 // ModulePath returns the absolute path of the wasm module: the resolved
 // real path after [Load], else Dir joined with handler.module; "" for

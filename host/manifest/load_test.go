@@ -326,3 +326,31 @@ func TestWriteDigest_notWasm(t *testing.T) {
 		t.Errorf("file changed:\n%s", got)
 	}
 }
+
+// TestLoad_digestFollowsContent: a module's digest is remembered between
+// loads of an unchanged file, never for a changed one, even rewritten to
+// the same size with its modification time set back.
+func TestLoad_digestFollowsContent(t *testing.T) {
+	dir := t.TempDir()
+	module := filepath.Join(dir, "stats.wasm")
+	writeFile(t, module, "one")
+	fi, err := os.Stat(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, content := range []string{"one", "one", "two", "two", "six"} {
+		if content != "one" {
+			writeFile(t, module, content)
+			if err := os.Chtimes(module, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tool, err := manifest.Load(writeTool(t, dir, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tool.Digest() != sha(content) {
+			t.Fatalf("digest of %q: %s, want %s", content, tool.Digest(), sha(content))
+		}
+	}
+}
