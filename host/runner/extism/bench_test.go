@@ -132,18 +132,7 @@ func BenchmarkEchoPaired(b *testing.B) {
 				}
 				checkEcho(b, res.Output)
 			},
-			func() {
-				inst, err := c.Instance(ctx, extismsdk.PluginInstanceConfig{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, out, err := inst.Call("call", benchInput)
-				inst.Close(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				checkEcho(b, out)
-			},
+			func() { checkEcho(b, sdkFresh(b, ctx, c, "call", benchInput)) },
 		})
 	})
 }
@@ -219,6 +208,20 @@ func sdkCompiled(b *testing.B, ctx context.Context, cache wazero.CompilationCach
 	}
 	b.Cleanup(func() { c.Close(ctx) })
 	return c
+}
+
+// sdkFresh calls fn with input in a new go-sdk instance of c.
+func sdkFresh(b *testing.B, ctx context.Context, c *extismsdk.CompiledPlugin, fn string, input []byte) []byte {
+	inst, err := c.Instance(ctx, extismsdk.PluginInstanceConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer inst.Close(ctx)
+	_, out, err := inst.Call(fn, input)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
 }
 
 // wasiFresh returns a call of the wasi-command echo in a new instance.
@@ -388,14 +391,8 @@ func BenchmarkThirdParty(b *testing.B) {
 	}
 	pairedCalls(b, []string{"gosdk", "extism", "extism-doubling"}, []func(){
 		func() {
-			inst, err := c.Instance(ctx, extismsdk.PluginInstanceConfig{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			_, out, err := inst.Call("count_vowels", input)
-			inst.Close(ctx)
-			if err != nil || string(out) != want {
-				b.Fatalf("%q %v", out, err)
+			if out := sdkFresh(b, ctx, c, "count_vowels", input); string(out) != want {
+				b.Fatalf("go-sdk returned %q", out)
 			}
 		},
 		ours,
