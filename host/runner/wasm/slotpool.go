@@ -26,9 +26,9 @@ import (
 //   - when the budget is spent, a pool that wants an instance takes one
 //     from the pool with the least recent demand (calls per tick,
 //     halved every tick), if that demand is lower than its own;
-//   - every tick (poolTick) a pool that served no call gives back one
-//     instance, down to one; charges that grew past the budget are
-//     shed from the pools with the least demand;
+//   - a pool that served no call for two ticks (poolTick) gives back
+//     one instance per tick, down to one; charges that grew past the
+//     budget are shed from the pools with the least demand;
 //   - a call that finds no ready instance, when its pool is saturated
 //     (PoolTarget instances exist, or the budget refused another),
 //     waits for the next instance a call gives back, for at most twice
@@ -68,7 +68,7 @@ type slotPool struct {
 	live     int    // instances that exist (ready, in use or being restored)
 	target   int    // instances wanted now (1..PoolTarget; startTarget at first)
 	capped   bool   // the budget refused the last instance wanted
-	closed   bool   //
+	closed   bool   // close has begun
 	failed   bool   // an instance could not be made: stop trying
 	estimate uint64 // charge of a new instance
 	score    uint64 // recent demand (see tick)
