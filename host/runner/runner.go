@@ -45,12 +45,18 @@ type Closer interface {
 }
 
 // PoolStats are what a Prepared that keeps ready instances says of its
-// pool: calls served by a ready instance (Hits), calls that had to make
+// pool: calls served by a pooled instance (Hits), calls that had to make
 // one (Misses), and instances thrown away instead of reused (Discards).
 type PoolStats struct {
 	Hits, Misses, Discards uint64
-	// Ready is how many instances wait for a call now.
-	Ready int
+	// Waits counts the calls that found every instance busy and waited
+	// for one (admission control); each then counts as a hit, or as a
+	// miss when none came back in time.
+	Waits uint64 `json:",omitempty"`
+	// Ready is how many instances wait for a call now; Instances how
+	// many exist (ready, in use or being restored).
+	Ready     int
+	Instances int `json:",omitempty"`
 }
 
 // Statser is implemented by a Prepared with a pool of instances.

@@ -42,8 +42,8 @@ func (m *metrics) call(tenant, tool, status, code string, seconds float64) {
 // hostCollector reads the hosts' pools, calls in flight and the queue's
 // depth at scrape time.
 type hostCollector struct {
-	s                                          *Server
-	hits, misses, discards, ready, inflight, q *prometheus.Desc
+	s                                                       *Server
+	hits, misses, discards, waits, ready, live, inflight, q *prometheus.Desc
 }
 
 func newHostCollector(s *Server) *hostCollector {
@@ -52,14 +52,16 @@ func newHostCollector(s *Server) *hostCollector {
 		hits:     prometheus.NewDesc("agenthost_pool_hits_total", "Calls served by a ready pooled instance.", l, nil),
 		misses:   prometheus.NewDesc("agenthost_pool_misses_total", "Calls that had to make an instance.", l, nil),
 		discards: prometheus.NewDesc("agenthost_pool_discards_total", "Instances thrown away instead of reused.", l, nil),
+		waits:    prometheus.NewDesc("agenthost_pool_waits_total", "Calls that found every pooled instance busy and waited for one.", l, nil),
 		ready:    prometheus.NewDesc("agenthost_pool_ready_instances", "Instances waiting for a call.", l, nil),
+		live:     prometheus.NewDesc("agenthost_pool_instances", "Pooled instances that exist (ready, in use or being restored).", l, nil),
 		inflight: prometheus.NewDesc("agenthost_tool_calls_in_flight", "Calls running now.", l, nil),
 		q:        prometheus.NewDesc("agenthost_queue_depth", "Calls waiting on the work queue for a worker.", nil, nil),
 	}
 }
 
 func (c *hostCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.hits, c.misses, c.discards, c.ready, c.inflight, c.q} {
+	for _, d := range []*prometheus.Desc{c.hits, c.misses, c.discards, c.waits, c.ready, c.live, c.inflight, c.q} {
 		ch <- d
 	}
 }
@@ -74,7 +76,9 @@ func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(p.Hits), name, th.ID)
 				ch <- prometheus.MustNewConstMetric(c.misses, prometheus.CounterValue, float64(p.Misses), name, th.ID)
 				ch <- prometheus.MustNewConstMetric(c.discards, prometheus.CounterValue, float64(p.Discards), name, th.ID)
+				ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(p.Waits), name, th.ID)
 				ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, float64(p.Ready), name, th.ID)
+				ch <- prometheus.MustNewConstMetric(c.live, prometheus.GaugeValue, float64(p.Instances), name, th.ID)
 			}
 		}
 	}

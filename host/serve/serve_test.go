@@ -178,7 +178,8 @@ func TestAPI(t *testing.T) {
 	status, body := f.do(t, "GET", "/metrics", "admin-token", "", "")
 	for _, want := range []string{`agenthost_tool_calls_total{code="",status="success",tenant="acme",tool="core:echo"}`,
 		`agenthost_tool_call_seconds_bucket{tenant="acme",tool="core:echo"`, `agenthost_pool_hits_total{tenant="acme",tool="core:echo"}`,
-		`agenthost_pool_ready_instances{tenant="acme",tool="core:echo"}`} {
+		`agenthost_pool_ready_instances{tenant="acme",tool="core:echo"}`, `agenthost_pool_waits_total{tenant="acme",tool="core:echo"}`,
+		`agenthost_pool_instances{tenant="acme",tool="core:echo"}`} {
 		if status != 200 || !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
 		}

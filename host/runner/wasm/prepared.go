@@ -286,8 +286,12 @@ func (p *prepared) PoolStats() runner.PoolStats {
 		return runner.PoolStats{}
 	}
 	if p.fast.slots != nil {
-		h, m, d := p.fast.slots.stats()
-		return runner.PoolStats{Hits: h, Misses: m, Discards: d, Ready: len(p.fast.slots.ready)}
+		sp := p.fast.slots
+		h, m, d := sp.stats()
+		sp.mu.Lock()
+		live := sp.live
+		sp.mu.Unlock()
+		return runner.PoolStats{Hits: h, Misses: m, Discards: d, Waits: sp.waits.Load(), Ready: len(sp.ready), Instances: live}
 	}
 	if mp, ok := p.fast.pool.(*memoryPool); ok {
 		h, m := mp.stats()
