@@ -92,7 +92,9 @@ func Read(root string, in Input) (Output, error) {
 	if in.Offset > size {
 		return Output{}, guest.Errorf(abi.CodeInvalidArguments, "offset %d is past the end of %s (%d bytes)", in.Offset, p, size)
 	}
-	buf := make([]byte, limit)
+	// No more than the file holds past the offset: a small file costs a
+	// small buffer, not the whole limit (64 KiB by default).
+	buf := make([]byte, min(int64(limit), size-in.Offset))
 	n, err := f.ReadAt(buf, in.Offset)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return Output{}, guestpath.FileError("read", p, err)
