@@ -12,8 +12,9 @@ import (
 )
 
 // TestDocsStandAlone keeps the project's docs and doc comments readable
-// without documents a user does not have: no citations of the internal
-// specification ("SPEC §n") or style guide.
+// without documents a user does not have: no citation of the internal
+// product specification (its name or a section sign with a number) and
+// none of the internal style guide.
 func TestDocsStandAlone(t *testing.T) {
 	root := hosttest.Root(t)
 	cite := regexp.MustCompile(`SPEC\b|STYLE\.md|§`)

@@ -132,7 +132,8 @@ func redactURL(u string) string {
 	return u
 }
 
-// q adapts a query written with ? placeholders to the backend.
+// q returns query in the backend's placeholder form: SQLite takes the
+// question marks as written, PostgreSQL gets $1, $2, … in their place.
 func (s *Store) q(query string) string {
 	if !s.postgres {
 		return query
