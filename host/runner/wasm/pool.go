@@ -56,6 +56,13 @@ func (s *mappedSource) get() []byte {
 	return s.copy.get()
 }
 
+// close releases the image; the mappings handed out stay valid until put.
+func (s *mappedSource) close() {
+	if s.image != nil {
+		_ = s.image.close()
+	}
+}
+
 // put unmaps a mapping get handed out (a copy is left to the collector).
 func (s *mappedSource) put(b []byte) {
 	if len(b) == 0 {
@@ -242,15 +249,11 @@ func (ps *pools) inUse() uint64 {
 // newPool starts the pool of one fast-path tool: a goroutine fills up to
 // PoolTarget buffers with snap (as far as the budget allows) and refills
 // each buffer a call gives back. A pool with no buffer (budget spent or
-// zero) still works: every get copies the snapshot on the spot.
+// zero) still works: every get maps (or copies) the snapshot on the spot.
 func (ps *pools) newPool(snap []byte, logger hclog.Logger) *memoryPool {
-	image, err := newCOWImage(snap)
-	if err != nil {
-		image = nil // fresh copies instead of mappings
-	}
+	image, _ := newCOWImage(snap) // nil: copies instead of mappings
 	mp := &memoryPool{
 		snap:   snap,
-		image:  image,
 		extra:  newMappedSource(image, snap),
 		owner:  ps,
 		logger: logger,
@@ -265,9 +268,7 @@ func (ps *pools) newPool(snap []byte, logger hclog.Logger) *memoryPool {
 		ps.mu.Unlock()
 		close(mp.done)
 		mp.closed = true
-		if image != nil {
-			_ = image.close()
-		}
+		mp.extra.close()
 		return mp
 	}
 	ps.live[mp] = struct{}{}
@@ -303,12 +304,11 @@ func (ps *pools) closeAll() {
 // memoryPool is the bounded pool of ready snapshot memories of one
 // fast-path tool. Buffers it owns (reserved from the budget) circulate
 // ready → call → dirty → refilled → ready; a call that finds no ready
-// buffer gets a fresh copy, which is dropped afterwards.
+// buffer gets a mapping of the snapshot (extra), released afterwards.
 type memoryPool struct {
 	snap []byte
-	// image backs the memories of calls that find no ready buffer
-	// (extra): mappings rather than copies. nil outside Linux.
-	image  *cowImage
+	// extra hands out the memories of calls that find no ready buffer:
+	// mappings of the snapshot rather than copies (copies outside Linux).
 	extra  *mappedSource
 	owner  *pools
 	logger hclog.Logger
@@ -427,9 +427,7 @@ func (mp *memoryPool) close() {
 	mp.owner.mu.Lock()
 	delete(mp.owner.live, mp)
 	mp.owner.mu.Unlock()
-	if mp.image != nil {
-		_ = mp.image.close() // mappings in use stay valid
-	}
+	mp.extra.close()
 }
 
 // snapshotAllocator is the memory allocator of a fast-path instance: its

@@ -199,7 +199,10 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 		// instrumented and rewritten once (reactorcache.go).
 		rm, err := r.reactors.rewrite(sum, func() ([]byte, error) {
 			metered, _, err := r.instrument(code, sum)
-			return metered, err
+			if err != nil {
+				return nil, fmt.Errorf("instrument: %w", err)
+			}
+			return metered, nil
 		})
 		if err != nil {
 			return nil, fail(abi.CodeLoadError, "pre-initialise %s: %v", h.Module, err)

@@ -75,7 +75,6 @@ type slotPool struct {
 	idle     int    // ticks in a row without a call
 
 	calls atomic.Uint64 // calls since the last tick
-	busy  atomic.Int64  // instances calls hold now
 	// makeNs is the moving mean (1/8 weight per sample) of the time to
 	// make an instance.
 	makeNs atomic.Int64
@@ -135,15 +134,11 @@ func (sp *slotPool) run() {
 }
 
 // reset restores an instance a call gave back and makes it ready, or
-// drops it when it cannot be restored or the pool wants fewer.
+// drops it when it cannot be restored.
 func (sp *slotPool) reset(s *slot) {
-	if err := sp.restore(s); err != nil {
-		sp.logger.Warn("pool: restore failed", "error", err)
-		sp.drop(s)
-		return
+	if s = sp.restoreHere(s); s != nil {
+		sp.ready <- s // never blocks: at most PoolTarget instances exist
 	}
-	sp.recharge(s)
-	sp.ready <- s // never blocks: at most PoolTarget instances exist
 }
 
 // recharge charges s what it holds now (see the file comment).
@@ -212,6 +207,11 @@ func (sp *slotPool) want() {
 		sp.target++
 	}
 	sp.mu.Unlock()
+	sp.signal()
+}
+
+// signal wakes the pool's goroutine (to make or restore instances).
+func (sp *slotPool) signal() {
 	select {
 	case sp.wake <- struct{}{}:
 	default:
@@ -223,15 +223,6 @@ func (sp *slotPool) want() {
 // that, when the pool is saturated, the next instance a call gives back;
 // or nil (the call takes the fresh-instance path).
 func (sp *slotPool) take(ctx context.Context) *slot {
-	s := sp.wait(ctx)
-	if s != nil {
-		sp.busy.Add(1)
-	}
-	return s
-}
-
-// wait is take without the busy count.
-func (sp *slotPool) wait(ctx context.Context) *slot {
 	sp.calls.Add(1)
 	select {
 	case s := <-sp.ready:
@@ -276,8 +267,9 @@ func (sp *slotPool) wait(ctx context.Context) *slot {
 	return nil
 }
 
-// restoreHere restores an instance on the calling goroutine; nil when it
-// could not be restored (it is dropped).
+// restoreHere restores an instance on the calling goroutine (the pool's
+// or a call's) and charges what it holds; nil when it could not be
+// restored (it is dropped).
 func (sp *slotPool) restoreHere(s *slot) *slot {
 	if err := sp.restore(s); err != nil {
 		sp.logger.Warn("pool: restore failed", "error", err)
@@ -318,7 +310,6 @@ func movingMean(m *atomic.Int64, d time.Duration) {
 // giveBack returns an instance after its call: to be restored if reuse,
 // else discarded and replaced.
 func (sp *slotPool) giveBack(s *slot, reuse bool) {
-	sp.busy.Add(-1)
 	sp.mu.Lock()
 	closed := sp.closed
 	if !reuse || closed {
@@ -332,10 +323,7 @@ func (sp *slotPool) giveBack(s *slot, reuse bool) {
 	sp.discards.Add(1)
 	sp.discard(s)
 	sp.owner.free(s.charge)
-	select {
-	case sp.wake <- struct{}{}:
-	default:
-	}
+	sp.signal()
 }
 
 // drop discards an instance the pool holds (not in use) and frees its
