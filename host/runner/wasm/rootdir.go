@@ -47,12 +47,11 @@ type rootDir struct {
 	// every other method is rootDir's own.
 	experimentalsys.File
 
-	fs    experimentalsys.FS
-	flag  experimentalsys.Oflag
-	perm  iofs.FileMode
-	set   *rootDirs
-	f     experimentalsys.File // nil between calls
-	errno experimentalsys.Errno
+	fs   experimentalsys.FS
+	flag experimentalsys.Oflag
+	perm iofs.FileMode
+	set  *rootDirs
+	f    experimentalsys.File // nil between calls
 	// isDir is the first open's answer: wazero asks it of every preopen
 	// at each path resolution and fd_prestat_get, which must not reopen
 	// the folder (or make a /tmp) each call.
@@ -87,11 +86,11 @@ func (d *rootDir) file() (experimentalsys.File, experimentalsys.Errno) {
 		if d.set == nil {
 			return nil, experimentalsys.EBADF // closed
 		}
-		d.f, d.errno = d.fs.OpenFile(".", d.flag, d.perm)
-		if d.errno != 0 {
-			d.f = nil
-			return nil, d.errno
+		f, errno := d.fs.OpenFile(".", d.flag, d.perm)
+		if errno != 0 {
+			return nil, errno
 		}
+		d.f = f
 	}
 	return d.f, 0
 }
