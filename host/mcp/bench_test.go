@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 
@@ -58,5 +59,39 @@ func BenchmarkCall(b *testing.B) {
 		}
 		defer cs.Close()
 		call(b, cs)
+	})
+}
+
+// BenchmarkServe is the server's own cost: the same tools/call sent by a
+// minimal client (JSON-RPC written and read as bytes, no SDK on the
+// client side), over Streamable HTTP on loopback with a reused
+// connection and over stdio's newline-delimited JSON on pipes, against
+// host.Call in the same run.
+func BenchmarkServe(b *testing.B) {
+	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
+	srv := mcp.New(h, mcp.Options{})
+	defer srv.Close()
+	ctx := context.Background()
+	const call = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"core__echo","arguments":{"a":1}}}`
+	b.Run("host", func(b *testing.B) {
+		for b.Loop() {
+			if env := h.Call(ctx, "core:echo", json.RawMessage(`{"a":1}`)); env.Error != nil {
+				b.Fatal(env.Error)
+			}
+		}
+	})
+	b.Run("http", func(b *testing.B) {
+		ts := httptest.NewServer(srv.Handler())
+		defer ts.Close()
+		c := newRawHTTP(b, ts.URL)
+		for i := 0; b.Loop(); i++ {
+			c.post(b, fmt.Sprintf(call, i+2), true)
+		}
+	})
+	b.Run("stdio", func(b *testing.B) {
+		c := newRawStdio(b, srv)
+		for i := 0; b.Loop(); i++ {
+			c.roundTrip(b, fmt.Sprintf(call, i+2), true)
+		}
 	})
 }

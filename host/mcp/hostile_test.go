@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -25,26 +24,7 @@ func TestHostileInput(t *testing.T) {
 	defer srv.Close()
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
-	post := func(session, body string) (int, string, string) {
-		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b), resp.Header.Get("Mcp-Session-Id")
-	}
-	_, body, session := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	if session == "" {
-		t.Fatalf("no session: %s", body)
-	}
-	post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c := newRawHTTP(t, ts.URL)
 	tests := []struct {
 		name, body string
 		status     int
@@ -57,7 +37,7 @@ func TestHostileInput(t *testing.T) {
 		{"oversized", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"core__echo","arguments":{"x":"` + strings.Repeat("a", 2<<20) + `"}}}`, 413, ""},
 	}
 	for _, tc := range tests {
-		status, body, _ := post(session, tc.body)
+		status, body := c.post(t, tc.body, false)
 		if status != tc.status || !strings.Contains(body, tc.want) {
 			t.Errorf("%s: %d %.300s", tc.name, status, body)
 		}
@@ -88,7 +68,7 @@ func TestHostileInput(t *testing.T) {
 		t.Errorf("flood: %v", err)
 	}
 	// Still serving.
-	if status, body, _ := post(session, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"core__echo","arguments":{"ok":true}}}`); status != 200 || !strings.Contains(body, `\"ok\":true`) {
-		t.Fatalf("after all that: %d %s", status, body)
+	if _, body := c.post(t, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"core__echo","arguments":{"ok":true}}}`, true); !strings.Contains(body, `\"ok\":true`) {
+		t.Fatalf("after all that: %s", body)
 	}
 }

@@ -99,6 +99,11 @@ func TestTypeScriptClient(t *testing.T) {
 		Echo      json.RawMessage `json:"echo"`
 		Failure   json.RawMessage `json:"failure"`
 		Progress  int             `json:"progress"`
+		Task      []struct {
+			Type, Status, Error string
+			Result              json.RawMessage
+		} `json:"task"`
+		Listed int `json:"listed"`
 	}
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatalf("%v: %s", err, b)
@@ -115,6 +120,11 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	if !strings.Contains(string(got.Failure), `"isError":true`) || !strings.Contains(string(got.Failure), "INVALID_ARGUMENTS") {
 		t.Errorf("failure: %s", got.Failure)
+	}
+	// The task: created working, polled to completed, its result fetched.
+	if n := len(got.Task); n < 3 || got.Task[0].Type != "taskCreated" || got.Task[n-2].Status != "completed" ||
+		got.Task[n-1].Type != "result" || !strings.Contains(string(got.Task[n-1].Result), `"structuredContent":{"via":"task"}`) || got.Listed != 1 {
+		t.Errorf("task: %+v, %d listed", got.Task, got.Listed)
 	}
 	// The Inspector CLI over stdio against the built CLI.
 	bin := filepath.Join(t.TempDir(), "agenthost")

@@ -18,8 +18,10 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"sync"
 
@@ -64,7 +66,9 @@ type Server struct {
 	log     hclog.Logger
 	unsub   func()
 	mu      sync.Mutex
-	listed  map[string]string // wire name -> "id@version" served now
+	listed  map[string]string // wire name -> "id@version@digest" served now
+	ids     map[string]string // wire name -> tool ID served now
+	tasks   tasks
 	maxBody int64
 
 	httpOnce sync.Once
@@ -86,16 +90,22 @@ func New(h *host.Host, opts Options) *Server {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
-	s := &Server{h: h, log: log, listed: map[string]string{}, maxBody: opts.MaxMessageBytes}
+	s := &Server{h: h, log: log, listed: map[string]string{}, ids: map[string]string{}, maxBody: opts.MaxMessageBytes,
+		tasks: tasks{byID: map[string]*task{}, open: map[*sdk.ServerSession]int{}}}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version},
 		&sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}}})
+	s.serveTasks()
 	s.sync()
 	s.unsub = h.Subscribe(func(host.Change) { s.sync() })
 	return s
 }
 
-// Close stops following the catalogue.
-func (s *Server) Close() { s.unsub() }
+// Close stops following the catalogue, cancels the running tasks and
+// waits for their calls to end.
+func (s *Server) Close() {
+	s.unsub()
+	s.tasks.close()
+}
 
 // SDK returns the underlying SDK server (to add prompts or resources).
 func (s *Server) SDK() *sdk.Server { return s.srv }
@@ -103,11 +113,13 @@ func (s *Server) SDK() *sdk.Server { return s.srv }
 // RunStdio serves one client on stdin / stdout until it disconnects or ctx
 // is done.
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.srv.Run(ctx, &sdk.StdioTransport{})
+	return s.Run(ctx, &sdk.StdioTransport{})
 }
 
 // Run serves one client over t (for tests and embedders).
-func (s *Server) Run(ctx context.Context, t sdk.Transport) error { return s.srv.Run(ctx, t) }
+func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
+	return s.srv.Run(ctx, taskTransport{t})
+}
 
 // Handler serves Streamable HTTP (mount it at /mcp). A request body over
 // Options.MaxMessageBytes is refused with 413.
@@ -125,7 +137,15 @@ func (s *Server) newHandler() http.Handler {
 			http.Error(w, "the message is larger than the limit", http.StatusRequestEntityTooLarge)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		if r.Method == http.MethodPost {
+			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+			if err != nil {
+				http.Error(w, "the message is larger than the limit", http.StatusRequestEntityTooLarge)
+				return
+			}
+			b = taskCallBody(b)
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		}
 		h.ServeHTTP(w, r)
 	})
 }
@@ -156,6 +176,7 @@ func (s *Server) sync() {
 		if t, ok := want[n]; !ok || key != t.ToolID+"@"+t.Version+"@"+t.Digest() {
 			gone = append(gone, n)
 			delete(s.listed, n)
+			delete(s.ids, n)
 		}
 	}
 	if len(gone) > 0 {
@@ -172,6 +193,7 @@ func (s *Server) sync() {
 		}
 		s.srv.AddTool(st, s.handler(n, t.ToolID))
 		s.listed[n] = t.ToolID + "@" + t.Version + "@" + t.Digest()
+		s.ids[n] = t.ToolID
 	}
 }
 

@@ -1,5 +1,6 @@
 // Drives an agenthost MCP server with the official TypeScript SDK client
-// over Streamable HTTP: list, call, a failing call, a progress token.
+// over Streamable HTTP: list, call, a failing call, a progress token, and
+// a task-augmented call through the SDK's (experimental) task API.
 // Usage: node client.mjs URL
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -12,11 +13,18 @@ const echo = await client.callTool({ name: "core__echo", arguments: { hello: "ts
 const failure = await client.callTool({ name: "text__stats", arguments: { txt: "misspelt" } });
 let progress = 0;
 await client.callTool({ name: "core__echo", arguments: { p: 1 } }, undefined, { onprogress: () => { progress++; } });
+const task = [];
+for await (const m of client.experimental.tasks.callToolStream({ name: "core__echo", arguments: { via: "task" } }, undefined, { task: { ttl: 60000 } })) {
+  task.push(m.type === "result" ? { type: m.type, result: m.result } : { type: m.type, status: m.task?.status, error: m.error?.message });
+}
+const tasks = await client.experimental.tasks.listTasks();
 console.log(JSON.stringify({
   tools: list.tools.map((t) => t.name),
   annotated: { annotations: stats.annotations, _meta: stats._meta, outputSchema: stats.outputSchema ? true : false },
   echo,
   failure,
   progress,
+  task,
+  listed: tasks.tasks.length,
 }));
 await client.close();

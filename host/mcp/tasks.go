@@ -1,0 +1,528 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Task-augmented tool calls (MCP tasks, protocol revision 2025-11-25).
+//
+// A tools/call whose params hold "task" returns a task at once; the call
+// runs in the background, and the client polls tasks/get, waits with
+// tasks/result, pages through tasks/list or stops the call with
+// tasks/cancel (the guest is stopped). Tasks live in the server's memory,
+// are visible only to the session that made them, and are forgotten once
+// they have ended and their ttl has passed.
+//
+// The SDK has no task support, so the server adds it at its edges: the
+// transports rename a task-augmented tools/call to callAsTask before the
+// SDK decodes it (its params type has no "task"), the four task methods
+// are custom methods, and a middleware adds the tasks capability to
+// initialize and execution.taskSupport to every listed tool.
+
+// Task statuses.
+const (
+	TaskWorking   = "working"
+	TaskCompleted = "completed"
+	TaskFailed    = "failed"
+	TaskCancelled = "cancelled"
+)
+
+// Task limits: the ttl when the client asks for none and the longest one
+// granted, the polling interval suggested, and how many tasks a session
+// and the whole server keep at once.
+const (
+	DefaultTaskTTL  = 10 * time.Minute
+	MaxTaskTTL      = time.Hour
+	TaskPoll        = 250 * time.Millisecond
+	MaxSessionTasks = 256
+	MaxTasks        = 4096
+)
+
+// metaRelatedTask is the _meta key that ties a message to its task.
+const metaRelatedTask = "io.modelcontextprotocol/related-task"
+
+// callAsTask is the method a task-augmented tools/call is renamed to.
+const callAsTask = "agenthost/tools/callAsTask"
+
+// taskPage is how many tasks one tasks/list answer holds.
+const taskPage = 100
+
+// taskInfo is a task on the wire.
+type taskInfo struct {
+	TaskID        string `json:"taskId"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	TTL           int64  `json:"ttl"`
+	PollInterval  int64  `json:"pollInterval"`
+}
+
+// task is one task-augmented call.
+type task struct {
+	id      string
+	session *sdk.ServerSession
+	created time.Time
+	ttl     time.Duration
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the call has ended and result is set
+
+	// Guarded by tasks.mu.
+	status, message string
+	updated         time.Time
+	result          *sdk.CallToolResult
+}
+
+// info is t on the wire; the caller holds tasks.mu.
+func (t *task) info() taskInfo {
+	return taskInfo{TaskID: t.id, Status: t.status, StatusMessage: t.message,
+		CreatedAt: t.created.Format(time.RFC3339Nano), LastUpdatedAt: t.updated.Format(time.RFC3339Nano),
+		TTL: t.ttl.Milliseconds(), PollInterval: TaskPoll.Milliseconds()}
+}
+
+// terminal reports whether t has ended; the caller holds tasks.mu.
+func (t *task) terminal() bool { return t.status != TaskWorking }
+
+// tasks is a server's task table.
+type tasks struct {
+	mu     sync.Mutex
+	byID   map[string]*task
+	order  []*task // by creation
+	open   map[*sdk.ServerSession]int // tasks kept per session
+	closed bool
+	runs   sync.WaitGroup
+}
+
+// sweep forgets the ended tasks whose ttl has passed; the caller holds mu.
+func (ts *tasks) sweep(now time.Time) {
+	kept := ts.order[:0]
+	for _, t := range ts.order {
+		if t.terminal() && now.After(t.created.Add(t.ttl)) {
+			ts.forget(t)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	clear(ts.order[len(kept):])
+	ts.order = kept
+}
+
+// forget drops t from the index and the session's count; the caller
+// holds mu and removes t from order.
+func (ts *tasks) forget(t *task) {
+	delete(ts.byID, t.id)
+	if ts.open[t.session]--; ts.open[t.session] <= 0 {
+		delete(ts.open, t.session)
+	}
+}
+
+// endSession waits for ss to end, then cancels its running tasks and
+// forgets all of its tasks (nobody else may see them).
+func (ts *tasks) endSession(ss *sdk.ServerSession) {
+	_ = ss.Wait()
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	kept := ts.order[:0]
+	for _, t := range ts.order {
+		if t.session == ss {
+			t.cancel()
+			ts.forget(t)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	clear(ts.order[len(kept):])
+	ts.order = kept
+}
+
+// close cancels the running tasks and waits for their calls to end.
+func (ts *tasks) close() {
+	ts.mu.Lock()
+	ts.closed = true
+	for _, t := range ts.order {
+		t.cancel()
+	}
+	ts.mu.Unlock()
+	ts.runs.Wait()
+}
+
+// invalidParams is the JSON-RPC error for a request about a task that
+// cannot be served.
+func invalidParams(format string, a ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, a...)}
+}
+
+// lookup returns the session's task named by p.
+func (ts *tasks) lookup(ss *sdk.ServerSession, p *taskParams) (*task, error) {
+	if p == nil || p.TaskID == "" {
+		return nil, invalidParams("the params hold no taskId")
+	}
+	id := p.TaskID
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.sweep(time.Now())
+	if t, ok := ts.byID[id]; ok && t.session == ss {
+		return t, nil
+	}
+	return nil, invalidParams("no task %q (unknown, or its ttl has passed)", id)
+}
+
+// taskCallParams are the params of a task-augmented tools/call.
+type taskCallParams struct {
+	sdk.ParamsBase
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Task      struct {
+		TTL *int64 `json:"ttl,omitempty"`
+	} `json:"task"`
+}
+
+// taskParams are the params of tasks/get, tasks/result and tasks/cancel.
+type taskParams struct {
+	sdk.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+// listTasksParams are the params of tasks/list.
+type listTasksParams struct {
+	sdk.ParamsBase
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// createTaskResult answers a task-augmented tools/call.
+type createTaskResult struct {
+	sdk.ResultBase
+	Task taskInfo `json:"task"`
+}
+
+// taskResult answers tasks/get and tasks/cancel.
+type taskResult struct {
+	sdk.ResultBase
+	taskInfo
+}
+
+// listTasksResult answers tasks/list.
+type listTasksResult struct {
+	sdk.ResultBase
+	Tasks      []taskInfo `json:"tasks"`
+	NextCursor string     `json:"nextCursor,omitempty"`
+}
+
+// rawResult is a result the middleware rewrote, sent as it is.
+type rawResult struct {
+	sdk.ResultBase
+	raw json.RawMessage
+}
+
+// MarshalJSON returns the rewritten result.
+func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// serveTasks adds the task methods and the middleware to s's SDK server.
+func (s *Server) serveTasks() {
+	must := func(err error) {
+		if err != nil {
+			panic(err) // only a name clash with a standard method fails, fixed at build time
+		}
+	}
+	must(sdk.AddReceivingCustomMethod(s.srv, callAsTask, s.startTask))
+	must(sdk.AddReceivingCustomMethod(s.srv, "tasks/get", func(_ context.Context, ss *sdk.ServerSession, p *taskParams) (*taskResult, error) {
+		t, err := s.tasks.lookup(ss, p)
+		if err != nil {
+			return nil, err
+		}
+		s.tasks.mu.Lock()
+		defer s.tasks.mu.Unlock()
+		return &taskResult{taskInfo: t.info()}, nil
+	}))
+	must(sdk.AddReceivingCustomMethod(s.srv, "tasks/result", s.taskResult))
+	must(sdk.AddReceivingCustomMethod(s.srv, "tasks/list", s.listTasks))
+	must(sdk.AddReceivingCustomMethod(s.srv, "tasks/cancel", s.cancelTask))
+	s.srv.AddReceivingMiddleware(advertiseTasks)
+}
+
+// startTask records a task, starts its call and answers at once.
+func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCallParams) (*createTaskResult, error) {
+	if p == nil {
+		return nil, invalidParams("a tools/call needs params")
+	}
+	s.mu.Lock()
+	id, ok := s.ids[p.Name]
+	s.mu.Unlock()
+	if !ok {
+		return nil, invalidParams("unknown tool %q", p.Name)
+	}
+	ttl := DefaultTaskTTL
+	if p.Task.TTL != nil {
+		ttl = min(max(time.Duration(*p.Task.TTL)*time.Millisecond, time.Second), MaxTaskTTL)
+	}
+	now := time.Now().UTC()
+	ts := &s.tasks
+	ts.mu.Lock()
+	ts.sweep(now)
+	if ts.closed {
+		ts.mu.Unlock()
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is closing"}
+	}
+	if n := ts.open[ss]; n >= MaxSessionTasks || len(ts.order) >= MaxTasks {
+		ts.mu.Unlock()
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("too many tasks: this session holds %d (its limit is %d), the server %d (its limit is %d); tasks are kept until their ttl passes",
+				n, MaxSessionTasks, len(ts.order), MaxTasks)}
+	}
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	t := &task{id: newTaskID(), session: ss, created: now, ttl: ttl, cancel: cancel, done: make(chan struct{}),
+		status: TaskWorking, message: "the call is running", updated: now}
+	ts.byID[t.id] = t
+	ts.order = append(ts.order, t)
+	if ts.open[ss]++; ts.open[ss] == 1 {
+		go ts.endSession(ss)
+	}
+	info := t.info()
+	ts.runs.Add(1)
+	ts.mu.Unlock()
+
+	req := &sdk.CallToolRequest{Session: ss, Params: &sdk.CallToolParamsRaw{Meta: p.Meta, Name: p.Name, Arguments: p.Arguments}}
+	go func() {
+		defer ts.runs.Done()
+		defer cancel()
+		res, _ := s.handler(p.Name, id)(cctx, req) // the handler never fails: a failed call is an isError result
+		res.Meta = maps.Clone(res.Meta)
+		if res.Meta == nil {
+			res.Meta = sdk.Meta{}
+		}
+		res.Meta[metaRelatedTask] = map[string]string{"taskId": t.id}
+		ts.mu.Lock()
+		t.result, t.updated = res, time.Now().UTC()
+		if t.status == TaskWorking {
+			t.status, t.message = TaskCompleted, "the call succeeded"
+			if res.IsError {
+				t.status, t.message = TaskFailed, "the call failed"
+				if tc, ok := res.Content[0].(*sdk.TextContent); ok {
+					t.message = tc.Text
+				}
+			}
+		}
+		ts.mu.Unlock()
+		close(t.done)
+	}()
+	return &createTaskResult{Task: info}, nil
+}
+
+// taskResult waits for the task to end and answers what the call would
+// have answered, tied to the task by _meta.
+func (s *Server) taskResult(ctx context.Context, ss *sdk.ServerSession, p *taskParams) (*sdk.CallToolResult, error) {
+	t, err := s.tasks.lookup(ss, p)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	s.tasks.mu.Lock()
+	defer s.tasks.mu.Unlock()
+	return t.result, nil
+}
+
+// listTasks pages through the session's tasks, oldest first; the cursor
+// is the ID of the last task of the page before.
+func (s *Server) listTasks(_ context.Context, ss *sdk.ServerSession, p *listTasksParams) (*listTasksResult, error) {
+	ts := &s.tasks
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.sweep(time.Now())
+	cursor := ""
+	if p != nil {
+		cursor = p.Cursor
+	}
+	started := cursor == ""
+	if !started {
+		if t, ok := ts.byID[cursor]; !ok || t.session != ss {
+			return nil, invalidParams("the cursor %q is not one this server gave", cursor)
+		}
+	}
+	res := &listTasksResult{Tasks: []taskInfo{}}
+	for _, t := range ts.order {
+		if t.session != ss {
+			continue
+		}
+		if !started {
+			started = t.id == cursor
+			continue
+		}
+		if len(res.Tasks) == taskPage {
+			res.NextCursor = res.Tasks[len(res.Tasks)-1].TaskID
+			break
+		}
+		res.Tasks = append(res.Tasks, t.info())
+	}
+	return res, nil
+}
+
+// cancelTask stops a running task's call (the guest is stopped) and
+// answers the task, cancelled.
+func (s *Server) cancelTask(ctx context.Context, ss *sdk.ServerSession, p *taskParams) (*taskResult, error) {
+	t, err := s.tasks.lookup(ss, p)
+	if err != nil {
+		return nil, err
+	}
+	ts := &s.tasks
+	ts.mu.Lock()
+	if t.terminal() {
+		ts.mu.Unlock()
+		return nil, invalidParams("the task %q has ended (%s); it cannot be cancelled", t.id, t.status)
+	}
+	t.status, t.message, t.updated = TaskCancelled, "the task was cancelled by request", time.Now().UTC()
+	ts.mu.Unlock()
+	t.cancel()
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return &taskResult{taskInfo: t.info()}, nil
+}
+
+// advertiseTasks adds the tasks capability to initialize (and
+// server/discover) and execution.taskSupport "optional" to each tool of
+// tools/list.
+func advertiseTasks(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || res == nil {
+			return res, err
+		}
+		switch method {
+		case "initialize", "server/discover":
+			return rewrite(res, func(m map[string]json.RawMessage) error {
+				var caps map[string]any
+				if err := json.Unmarshal(m["capabilities"], &caps); err != nil {
+					return err
+				}
+				if caps == nil {
+					caps = map[string]any{}
+				}
+				caps["tasks"] = map[string]any{"list": struct{}{}, "cancel": struct{}{},
+					"requests": map[string]any{"tools": map[string]any{"call": struct{}{}}}}
+				var err error
+				m["capabilities"], err = json.Marshal(caps)
+				return err
+			})
+		case "tools/list":
+			return rewrite(res, func(m map[string]json.RawMessage) error {
+				var tools []map[string]any
+				if err := json.Unmarshal(m["tools"], &tools); err != nil {
+					return err
+				}
+				for _, t := range tools {
+					t["execution"] = map[string]string{"taskSupport": "optional"}
+				}
+				var err error
+				m["tools"], err = json.Marshal(tools)
+				return err
+			})
+		}
+		return res, nil
+	}
+}
+
+// rewrite is res with edit applied to its top-level members.
+func rewrite(res sdk.Result, edit func(map[string]json.RawMessage) error) (sdk.Result, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if err := edit(m); err != nil {
+		return nil, err
+	}
+	if b, err = json.Marshal(m); err != nil {
+		return nil, err
+	}
+	return &rawResult{raw: b}, nil
+}
+
+// taskCall is a tools/call made a task-augmented call: its method is
+// renamed so that the SDK hands it, "task" and all, to startTask. Any
+// other message is returned as it is.
+func taskCall(msg jsonrpc.Message) jsonrpc.Message {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != "tools/call" || !bytes.Contains(req.Params, []byte(`"task"`)) {
+		return msg
+	}
+	var p struct {
+		Task json.RawMessage `json:"task"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil || len(p.Task) == 0 || p.Task[0] != '{' {
+		return msg
+	}
+	req.Method = callAsTask
+	return req
+}
+
+// taskCallBody is taskCall for one HTTP request body: the body as it is
+// unless it holds a task-augmented tools/call.
+func taskCallBody(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`"task"`)) {
+		return b
+	}
+	msg, err := jsonrpc.DecodeMessage(b)
+	if err != nil {
+		return b
+	}
+	if req, ok := taskCall(msg).(*jsonrpc.Request); ok && req.Method == callAsTask {
+		if out, err := jsonrpc.EncodeMessage(req); err == nil {
+			return out
+		}
+	}
+	return b
+}
+
+// taskTransport is a transport whose connection passes read messages
+// through taskCall.
+type taskTransport struct{ sdk.Transport }
+
+// Connect connects the wrapped transport.
+func (t taskTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return taskConn{c}, nil
+}
+
+// taskConn is a connection whose reads pass through taskCall.
+type taskConn struct{ sdk.Connection }
+
+// Read reads the next message.
+func (c taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return taskCall(msg), nil
+}
+
+// newTaskID is a random task ID.
+func newTaskID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
