@@ -98,7 +98,7 @@ func (t *task) terminal() bool { return t.status != TaskWorking }
 type tasks struct {
 	mu     sync.Mutex
 	byID   map[string]*task
-	order  []*task // by creation
+	order  []*task                    // by creation
 	open   map[*sdk.ServerSession]int // tasks kept per session
 	closed bool
 	runs   sync.WaitGroup
