@@ -43,7 +43,7 @@ type Tool struct {
 	// Async says calls are long: the HTTP API (agenthost serve) answers
 	// them with a job handle at once (202), as for ?async=true. Callers
 	// of the library API, the CLI, the agent loop and MCP get the result
-	// when the call ends.
+	// when the call ends (an MCP client may still run any tool as a task).
 	Async bool `json:"async,omitempty"`
 	// Idempotent says a call is safe to retry with the same arguments
 	// (MCP's idempotentHint).

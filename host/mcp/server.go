@@ -14,7 +14,9 @@
 // isError with the observation text and the error object under _meta. A
 // client's notifications/cancelled cancels the call (CANCELLED, the guest
 // stopped); a progressToken gets progress notifications; a change of the
-// catalogue sends notifications/tools/list_changed.
+// catalogue sends notifications/tools/list_changed. A tools/call with a
+// "task" runs as an MCP task: answered at once, then
+// polled with tasks/get, awaited with tasks/result, listed, cancelled.
 package mcp
 
 import (
