@@ -30,6 +30,11 @@ func connect(t *testing.T, h *host.Host, copts *sdk.ClientOptions) *sdk.ClientSe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
+	// The server's answer to the handshake keeps what the SDK puts in it
+	// (the middleware edits it).
+	if init := cs.InitializeResult(); init == nil || init.ServerInfo == nil || init.ServerInfo.Name != "agenthost" || init.Capabilities.Tools == nil {
+		t.Fatalf("handshake: %+v", init)
+	}
 	return cs
 }
 

@@ -219,14 +219,30 @@ type listTasksResult struct {
 	NextCursor string     `json:"nextCursor,omitempty"`
 }
 
-// rawResult is a result the middleware rewrote, sent as it is.
-type rawResult struct {
-	sdk.ResultBase
-	raw json.RawMessage
+// The results advertiseTasks edits. Each embeds the SDK's result, so the
+// SDK's later touches (the server's identity in _meta, the result type
+// of newer protocol revisions) still reach it; the edit is applied when
+// it is sent.
+type (
+	initializeResult struct{ *sdk.InitializeResult }
+	discoverResult   struct{ *sdk.DiscoverResult }
+	listToolsResult  struct{ *sdk.ListToolsResult }
+)
+
+// MarshalJSON adds the tasks capability.
+func (r initializeResult) MarshalJSON() ([]byte, error) {
+	return edited(r.InitializeResult, addTasksCapability)
 }
 
-// MarshalJSON returns the rewritten result.
-func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+// MarshalJSON adds the tasks capability.
+func (r discoverResult) MarshalJSON() ([]byte, error) {
+	return edited(r.DiscoverResult, addTasksCapability)
+}
+
+// MarshalJSON marks every tool's taskSupport.
+func (r listToolsResult) MarshalJSON() ([]byte, error) {
+	return edited(r.ListToolsResult, addTaskSupport)
+}
 
 // serveTasks adds the task methods and the middleware to s's SDK server.
 func (s *Server) serveTasks() {
@@ -403,46 +419,53 @@ func (s *Server) cancelTask(ctx context.Context, ss *sdk.ServerSession, p *taskP
 func advertiseTasks(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		res, err := next(ctx, method, req)
-		if err != nil || res == nil {
-			return res, err
+		switch r := res.(type) {
+		case *sdk.InitializeResult:
+			return initializeResult{r}, err
+		case *sdk.DiscoverResult:
+			return discoverResult{r}, err
+		case *sdk.ListToolsResult:
+			return listToolsResult{r}, err
 		}
-		switch method {
-		case "initialize", "server/discover":
-			return rewrite(res, func(m map[string]json.RawMessage) error {
-				var caps map[string]any
-				if err := json.Unmarshal(m["capabilities"], &caps); err != nil {
-					return err
-				}
-				if caps == nil {
-					caps = map[string]any{}
-				}
-				caps["tasks"] = map[string]any{"list": struct{}{}, "cancel": struct{}{},
-					"requests": map[string]any{"tools": map[string]any{"call": struct{}{}}}}
-				var err error
-				m["capabilities"], err = json.Marshal(caps)
-				return err
-			})
-		case "tools/list":
-			return rewrite(res, func(m map[string]json.RawMessage) error {
-				var tools []map[string]any
-				if err := json.Unmarshal(m["tools"], &tools); err != nil {
-					return err
-				}
-				for _, t := range tools {
-					t["execution"] = map[string]string{"taskSupport": "optional"}
-				}
-				var err error
-				m["tools"], err = json.Marshal(tools)
-				return err
-			})
-		}
-		return res, nil
+		return res, err
 	}
 }
 
-// rewrite is res with edit applied to its top-level members.
-func rewrite(res sdk.Result, edit func(map[string]json.RawMessage) error) (sdk.Result, error) {
-	b, err := json.Marshal(res)
+// addTasksCapability declares tasks/list, tasks/cancel and task-augmented
+// tools/call among a result's capabilities.
+func addTasksCapability(m map[string]json.RawMessage) error {
+	var caps map[string]any
+	if err := json.Unmarshal(m["capabilities"], &caps); err != nil {
+		return err
+	}
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	caps["tasks"] = map[string]any{"list": struct{}{}, "cancel": struct{}{},
+		"requests": map[string]any{"tools": map[string]any{"call": struct{}{}}}}
+	var err error
+	m["capabilities"], err = json.Marshal(caps)
+	return err
+}
+
+// addTaskSupport marks every tool of a tools/list result as one a client
+// may run as a task.
+func addTaskSupport(m map[string]json.RawMessage) error {
+	var tools []map[string]any
+	if err := json.Unmarshal(m["tools"], &tools); err != nil {
+		return err
+	}
+	for _, t := range tools {
+		t["execution"] = map[string]string{"taskSupport": "optional"}
+	}
+	var err error
+	m["tools"], err = json.Marshal(tools)
+	return err
+}
+
+// edited is v's JSON with edit applied to its top-level members.
+func edited(v any, edit func(map[string]json.RawMessage) error) ([]byte, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -453,10 +476,7 @@ func rewrite(res sdk.Result, edit func(map[string]json.RawMessage) error) (sdk.R
 	if err := edit(m); err != nil {
 		return nil, err
 	}
-	if b, err = json.Marshal(m); err != nil {
-		return nil, err
-	}
-	return &rawResult{raw: b}, nil
+	return json.Marshal(m)
 }
 
 // taskCall is a tools/call made a task-augmented call: its method is
