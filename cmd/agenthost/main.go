@@ -10,6 +10,7 @@ import (
 )
 
 func main() {
+	tuneGC = true
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

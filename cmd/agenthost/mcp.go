@@ -13,7 +13,7 @@ import (
 
 func mcpCommand() command {
 	return command{
-		name: "mcp", jsonOnly: true, usage: "mcp [--watch]",
+		name: "mcp", serves: true, jsonOnly: true, usage: "mcp [--watch]",
 		summary: "serve the catalogue as an MCP server on stdin/stdout (tools the policy allows, by wire name)",
 		flags: func(fs *flag.FlagSet, e *env) {
 			fs.BoolVar(&e.watch, "watch", false, "reload when files under the toolpack folders change (clients get list_changed)")

@@ -43,7 +43,7 @@ type serveFlags struct {
 
 func serveCommand() command {
 	return command{
-		name: "serve", usage: "serve [--addr HOST:PORT] [--auth FILE] [--data DIR | --store postgres://…] [--profiles DIR]...",
+		name: "serve", serves: true, usage: "serve [--addr HOST:PORT] [--auth FILE] [--data DIR | --store postgres://…] [--profiles DIR]...",
 		summary: "the host over HTTP: tools, exec, MCP at /mcp, sessions and AG-UI agent runs, history, metrics",
 		flags: func(fs *flag.FlagSet, e *env) {
 			s := &e.serve

@@ -23,7 +23,7 @@ type workerFlags struct {
 
 func workerCommand() command {
 	return command{
-		name: "worker", usage: "worker --nats URL [--auth FILE] [--concurrency N]",
+		name: "worker", serves: true, usage: "worker --nats URL [--auth FILE] [--concurrency N]",
 		summary: "run tool calls that agenthost serve --nats puts on the NATS JetStream queue, with this machine's toolpacks",
 		flags: func(fs *flag.FlagSet, e *env) {
 			w := &e.worker
