@@ -259,8 +259,9 @@ func resultOf(name string, env abi.Envelope) *sdk.CallToolResult {
 		}
 	}
 	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(env.Output)}}}
-	var obj map[string]any
-	if json.Unmarshal(env.Output, &obj) == nil && obj != nil {
+	// The host has checked that the output is JSON: an object is one that
+	// opens with a brace.
+	if out := bytes.TrimLeft(env.Output, " \t\r\n"); len(out) > 0 && out[0] == '{' {
 		res.StructuredContent = json.RawMessage(env.Output)
 	}
 	return res
