@@ -65,12 +65,11 @@ func BenchmarkCall(b *testing.B) {
 // BenchmarkServe is the server's own cost: the same tools/call sent by a
 // minimal client (JSON-RPC written and read as bytes, no SDK on the
 // client side), over Streamable HTTP on loopback with a reused
-// connection and over stdio's newline-delimited JSON on pipes, against
-// host.Call in the same run.
+// connection, with the fast path (the default) and without it (http-sdk:
+// through the SDK's dispatch), and over stdio's newline-delimited JSON on
+// pipes, against host.Call in the same run.
 func BenchmarkServe(b *testing.B) {
 	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
-	srv := mcp.New(h, mcp.Options{})
-	defer srv.Close()
 	ctx := context.Background()
 	const call = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"core__echo","arguments":{"a":1}}}`
 	b.Run("host", func(b *testing.B) {
@@ -80,14 +79,20 @@ func BenchmarkServe(b *testing.B) {
 			}
 		}
 	})
-	b.Run("http", func(b *testing.B) {
-		ts := httptest.NewServer(srv.Handler())
-		defer ts.Close()
-		c := newRawHTTP(b, ts.URL)
-		for i := 0; b.Loop(); i++ {
-			c.post(b, fmt.Sprintf(call, i+2), true)
-		}
-	})
+	srv := mcp.New(h, mcp.Options{})
+	defer srv.Close()
+	sdkOnly := mcp.New(h, mcp.Options{NoFastPath: true})
+	defer sdkOnly.Close()
+	for name, s := range map[string]*mcp.Server{"http": srv, "http-sdk": sdkOnly} {
+		b.Run(name, func(b *testing.B) {
+			ts := httptest.NewServer(s.Handler())
+			defer ts.Close()
+			c := newRawHTTP(b, ts.URL)
+			for i := 0; b.Loop(); i++ {
+				c.post(b, fmt.Sprintf(call, i+2), true)
+			}
+		})
+	}
 	b.Run("stdio", func(b *testing.B) {
 		c := newRawStdio(b, srv)
 		for i := 0; b.Loop(); i++ {

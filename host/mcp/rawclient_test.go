@@ -45,6 +45,7 @@ func (c *rawHTTP) post(tb testing.TB, body string, must bool) (int, string) {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18") // what initialize asked for, as clients send
 	}
 	resp, err := c.c.Do(req)
 	if err != nil {

@@ -47,6 +47,11 @@ type Options struct {
 	// MaxMessageBytes caps one HTTP request body (DefaultMaxMessageBytes
 	// when 0): a larger message is answered 413, never read whole.
 	MaxMessageBytes int64
+	// NoFastPath sends every tools/call through the SDK's dispatch and
+	// its middleware. By default the Streamable HTTP handler answers a
+	// plain tools/call on an initialised session itself, with the same
+	// result, about 140 µs sooner.
+	NoFastPath bool
 }
 
 // DefaultMaxMessageBytes is Options.MaxMessageBytes's default.
@@ -71,6 +76,8 @@ type Server struct {
 	listed  map[string]string // wire name -> "id@version@digest" served now
 	ids     map[string]string // wire name -> tool ID served now
 	tasks   tasks
+	fast    fast
+	noFast  bool
 	maxBody int64
 
 	httpOnce sync.Once
@@ -93,10 +100,19 @@ func New(h *host.Host, opts Options) *Server {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	s := &Server{h: h, log: log, listed: map[string]string{}, ids: map[string]string{}, maxBody: opts.MaxMessageBytes,
-		tasks: tasks{byID: map[string]*task{}, open: map[*sdk.ServerSession]int{}}}
+		tasks:  tasks{byID: map[string]*task{}, open: map[*sdk.ServerSession]int{}},
+		fast:   fast{pending: map[string]string{}, sessions: map[string]string{}, running: map[fastKey]context.CancelFunc{}},
+		noFast: opts.NoFastPath}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version},
 		&sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}}})
 	s.serveTasks()
+	s.srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			s.fast.observe(method, req, res, err)
+			return advertised(res), err
+		}
+	})
 	s.sync()
 	s.unsub = h.Subscribe(func(host.Change) { s.sync() })
 	return s
@@ -144,6 +160,12 @@ func (s *Server) newHandler() http.Handler {
 			if err != nil {
 				http.Error(w, "the message is larger than the limit", http.StatusRequestEntityTooLarge)
 				return
+			}
+			if s.serveFast(w, r, b) {
+				return
+			}
+			if bytes.Contains(b, []byte(`"notifications/cancelled"`)) {
+				s.cancelFast(r, b)
 			}
 			b = taskCallBody(b)
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))

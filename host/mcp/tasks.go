@@ -219,7 +219,7 @@ type listTasksResult struct {
 	NextCursor string     `json:"nextCursor,omitempty"`
 }
 
-// The results advertiseTasks edits. Each embeds the SDK's result, so the
+// The results advertised edits. Each embeds the SDK's result, so the
 // SDK's later touches (the server's identity in _meta, the result type
 // of newer protocol revisions) still reach it; the edit is applied when
 // it is sent.
@@ -244,7 +244,7 @@ func (r listToolsResult) MarshalJSON() ([]byte, error) {
 	return edited(r.ListToolsResult, addTaskSupport)
 }
 
-// serveTasks adds the task methods and the middleware to s's SDK server.
+// serveTasks adds the task methods to s's SDK server.
 func (s *Server) serveTasks() {
 	must := func(err error) {
 		if err != nil {
@@ -264,7 +264,6 @@ func (s *Server) serveTasks() {
 	must(sdk.AddReceivingCustomMethod(s.srv, "tasks/result", s.taskResult))
 	must(sdk.AddReceivingCustomMethod(s.srv, "tasks/list", s.listTasks))
 	must(sdk.AddReceivingCustomMethod(s.srv, "tasks/cancel", s.cancelTask))
-	s.srv.AddReceivingMiddleware(advertiseTasks)
 }
 
 // startTask records a task, starts its call and answers at once.
@@ -413,22 +412,19 @@ func (s *Server) cancelTask(ctx context.Context, ss *sdk.ServerSession, p *taskP
 	return &taskResult{taskInfo: t.info()}, nil
 }
 
-// advertiseTasks adds the tasks capability to initialize (and
+// advertised is res with the tasks capability added to initialize (and
 // server/discover) and execution.taskSupport "optional" to each tool of
 // tools/list.
-func advertiseTasks(next sdk.MethodHandler) sdk.MethodHandler {
-	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		res, err := next(ctx, method, req)
-		switch r := res.(type) {
-		case *sdk.InitializeResult:
-			return initializeResult{r}, err
-		case *sdk.DiscoverResult:
-			return discoverResult{r}, err
-		case *sdk.ListToolsResult:
-			return listToolsResult{r}, err
-		}
-		return res, err
+func advertised(res sdk.Result) sdk.Result {
+	switch r := res.(type) {
+	case *sdk.InitializeResult:
+		return initializeResult{r}
+	case *sdk.DiscoverResult:
+		return discoverResult{r}
+	case *sdk.ListToolsResult:
+		return listToolsResult{r}
 	}
+	return res
 }
 
 // addTasksCapability declares tasks/list, tasks/cancel and task-augmented
@@ -515,8 +511,8 @@ func taskCallBody(b []byte) []byte {
 	return b
 }
 
-// taskTransport is a transport whose connection passes read messages
-// through taskCall.
+// taskTransport is a transport (stdio, or any an embedder passes to Run)
+// whose connection passes read messages through taskCall.
 type taskTransport struct{ sdk.Transport }
 
 // Connect connects the wrapped transport.

@@ -1,0 +1,294 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The fast path of Streamable HTTP. The SDK's handling of a POST costs
+// more than a tool call itself: each message is decoded four times, and
+// handed between goroutines on its way to the handler and back as
+// server-sent events. So the server answers the commonest request itself:
+// a plain tools/call on a session the SDK has initialised.
+//
+// A request is plain when it holds only jsonrpc, an integer or string id,
+// the method and params of only name and arguments (no _meta, so no
+// progress token and no per-request protocol version; no task), and
+// names a listed tool. Every other request goes to the SDK as before, and
+// so does every request the SDK might refuse or treat otherwise: one with
+// an Origin header, a Host that is not loopback on a loopback listener, a
+// protocol version other than the session's, a content type other than
+// JSON, or an Accept without both JSON and event streams.
+//
+// The answer is the one the SDK would send, the same CallToolResult
+// (resultOf), as one JSON object rather than an event stream, which the
+// protocol allows. A client's notifications/cancelled and its disconnect
+// cancel a call on the fast path too. Options.NoFastPath turns it off,
+// for an application whose SDK middleware must see every tools/call.
+// (Over stdio the SDK's dispatch is not what costs: its transport is, so
+// stdio has no fast path.)
+
+// plainCall is the one shape of request the fast path takes.
+type plainCall struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+}
+
+// plainParams are the params of a plain tools/call.
+type plainParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// strict decodes b, one JSON value, into v, refusing unknown members.
+func strict(b []byte, v any) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if dec.Decode(v) != nil {
+		return false
+	}
+	_, err := dec.Token()
+	return err == io.EOF
+}
+
+// fastKey names a call on the fast path: its session and its request ID.
+type fastKey struct {
+	session, id string
+}
+
+// idKey is the request ID raw as a key: "n:" and an integer, or "s:" and
+// a string; false for any other ID (the SDK's path then answers).
+func idKey(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		return "s:" + s, true
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return "", false
+	}
+	return "n:" + strconv.FormatInt(n, 10), true
+}
+
+// fast is the fast path's state: the initialised HTTP sessions, with the
+// protocol version each negotiated, and the calls running.
+type fast struct {
+	mu       sync.Mutex
+	pending  map[string]string // HTTP session ID -> version, initialize answered (until the session ends)
+	sessions map[string]string // HTTP session ID -> version, initialised
+	running  map[fastKey]context.CancelFunc
+	calls    atomic.Uint64 // answered on the fast path
+}
+
+// observe follows the HTTP sessions through the SDK's handling of
+// initialize and notifications/initialized, and forgets each when it ends.
+func (f *fast) observe(method string, req sdk.Request, res sdk.Result, err error) {
+	if err != nil || req == nil {
+		return
+	}
+	ss, ok := req.GetSession().(*sdk.ServerSession)
+	if !ok || ss.ID() == "" {
+		return
+	}
+	id := ss.ID()
+	switch method {
+	case "initialize":
+		r, ok := res.(*sdk.InitializeResult)
+		if !ok {
+			return
+		}
+		f.mu.Lock()
+		_, known := f.pending[id]
+		f.pending[id] = r.ProtocolVersion
+		f.mu.Unlock()
+		if !known {
+			go func() {
+				_ = ss.Wait()
+				f.mu.Lock()
+				delete(f.pending, id)
+				delete(f.sessions, id)
+				f.mu.Unlock()
+			}()
+		}
+	case "notifications/initialized":
+		f.mu.Lock()
+		if v, ok := f.pending[id]; ok {
+			f.sessions[id] = v
+		}
+		f.mu.Unlock()
+	}
+}
+
+// cancel cancels the call of session named by a notifications/cancelled
+// params, if it runs on the fast path.
+func (f *fast) cancel(session string, params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	id, ok := idKey(p.RequestID)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	cancel := f.running[fastKey{session, id}]
+	f.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// plain returns the tool of a plain tools/call's params: its wire name,
+// its tool ID and the arguments; false when the params are not plain or
+// name no listed tool.
+func (s *Server) plain(params json.RawMessage) (name, id string, args json.RawMessage, ok bool) {
+	var p plainParams
+	if !strict(params, &p) {
+		return "", "", nil, false
+	}
+	s.mu.Lock()
+	id, ok = s.ids[p.Name]
+	s.mu.Unlock()
+	return p.Name, id, p.Arguments, ok
+}
+
+// runFast runs a call on the fast path and returns its result as JSON.
+func (s *Server) runFast(ctx context.Context, key fastKey, name, id string, args json.RawMessage) (json.RawMessage, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f := &s.fast
+	f.mu.Lock()
+	f.running[key] = cancel
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.running, key)
+		f.mu.Unlock()
+	}()
+	env := s.h.Call(ctx, id, args)
+	f.calls.Add(1)
+	return json.Marshal(resultOf(name, env))
+}
+
+// serveFast answers an HTTP POST of body on the fast path, and reports
+// whether it did; false leaves the request, untouched, to the SDK.
+func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if s.noFast || !bytes.Contains(body, []byte(`"tools/call"`)) {
+		return false
+	}
+	session := r.Header.Get("Mcp-Session-Id")
+	s.fast.mu.Lock()
+	version, ok := s.fast.sessions[session]
+	s.fast.mu.Unlock()
+	if !ok || r.Header.Get("Mcp-Protocol-Version") != version || r.Header.Get("Origin") != "" ||
+		!isJSON(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) || rebinding(r) {
+		return false
+	}
+	var c plainCall
+	if !strict(body, &c) || c.JSONRPC != "2.0" || c.Method != "tools/call" {
+		return false
+	}
+	key, ok := idKey(c.ID)
+	if !ok {
+		return false
+	}
+	name, id, args, ok := s.plain(c.Params)
+	if !ok {
+		return false
+	}
+	res, err := s.runFast(r.Context(), fastKey{session, key}, name, id, args)
+	if err != nil {
+		return false // not reached: a result always encodes
+	}
+	// The ID is an integer or a string (idKey), written back as sent.
+	out := make([]byte, 0, len(res)+len(c.ID)+40)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, bytes.TrimSpace(c.ID)...)
+	out = append(out, `,"result":`...)
+	out = append(out, res...)
+	out = append(out, '}')
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+	return true
+}
+
+// isJSON reports whether a Content-Type is application/json.
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// acceptsBoth reports whether Accept headers take both application/json
+// and text/event-stream, as the protocol requires of a POST (the SDK
+// refuses the request otherwise).
+func acceptsBoth(values []string) bool {
+	jsonOK, streamOK := false, false
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK && streamOK
+}
+
+// rebinding reports a request the SDK's DNS-rebinding protection would
+// refuse: to a loopback listener, with a Host that is not loopback.
+func rebinding(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && loopback(local.String()) && !loopback(r.Host)
+}
+
+// loopback reports whether addr (a host, with or without a port) is
+// localhost or a loopback IP.
+func loopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// cancelFast cancels the fast-path call a notifications/cancelled body
+// names, for the request's session (the SDK then handles the
+// notification as well).
+func (s *Server) cancelFast(r *http.Request, body []byte) {
+	var n struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &n) == nil && n.Method == "notifications/cancelled" {
+		s.fast.cancel(r.Header.Get("Mcp-Session-Id"), n.Params)
+	}
+}

@@ -1,0 +1,193 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/agenthost/agenthost/host/mcp"
+)
+
+// TestFastPath pins which requests the Streamable HTTP handler answers
+// itself (as one JSON object) and which it leaves to the SDK (an event
+// stream, or the SDK's refusal), and that both give the same result.
+func TestFastPath(t *testing.T) {
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	srv := mcp.New(h, mcp.Options{})
+	defer srv.Close()
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	c := newRawHTTP(t, ts.URL)
+	const plain = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"core__echo","arguments":{"a":1}}}`
+	send := func(body string, edit func(*http.Request)) (int, string, string) {
+		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		if edit != nil {
+			edit(req)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	header := func(k, v string) func(*http.Request) { return func(r *http.Request) { r.Header.Set(k, v) } }
+	tests := []struct {
+		name   string
+		body   string
+		edit   func(*http.Request)
+		fast   bool
+		status int
+	}{
+		{"plain", plain, nil, true, 200},
+		{"string id", `{"jsonrpc":"2.0","id":"x-1","method":"tools/call","params":{"name":"core__echo","arguments":{}}}`, nil, true, 200},
+		{"no arguments", `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"core__echo"}}`, nil, true, 200},
+		{"arguments not an object", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"core__echo","arguments":[1]}}`, nil, true, 200},
+		{"progress token", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"core__echo","arguments":{}}}`, nil, false, 200},
+		{"task", `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"core__echo","arguments":{},"task":{}}}`, nil, false, 200},
+		{"unknown tool", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"nope__tool","arguments":{}}}`, nil, false, 200},
+		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"core__echo","arguments":{}}}`, nil, false, 0},
+		{"another member", `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"core__echo","arguments":{}},"x":1}`, nil, false, 0},
+		{"origin", plain, header("Origin", "https://evil.example"), false, 0},
+		{"other protocol version", plain, header("Mcp-Protocol-Version", "2025-03-26"), false, 0},
+		{"no protocol version", plain, func(r *http.Request) { r.Header.Del("Mcp-Protocol-Version") }, false, 0},
+		{"foreign host", plain, func(r *http.Request) { r.Host = "evil.example" }, false, 403},
+		{"accept json only", plain, header("Accept", "application/json"), false, 400},
+		{"unknown session", plain, header("Mcp-Session-Id", "nope"), false, 404},
+	}
+	for _, tc := range tests {
+		before := mcp.FastCalls(srv)
+		status, ctype, body := send(tc.body, tc.edit)
+		fast := mcp.FastCalls(srv) > before
+		if fast != tc.fast || (tc.status != 0 && status != tc.status) {
+			t.Errorf("%s: fast %v, %d %s %.200s", tc.name, fast, status, ctype, body)
+		}
+		if fast && (ctype != "application/json" || !strings.Contains(body, `"result"`)) {
+			t.Errorf("%s: %s %.200s", tc.name, ctype, body)
+		}
+	}
+
+	// The same calls through the SDK give the same results.
+	sdkSrv := mcp.New(h, mcp.Options{NoFastPath: true})
+	defer sdkSrv.Close()
+	sdkTS := httptest.NewServer(sdkSrv.Handler())
+	defer sdkTS.Close()
+	viaSDK := newRawHTTP(t, sdkTS.URL)
+	for _, body := range []string{
+		plain,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"text__stats","arguments":{"txt":"misspelt"}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"core__echo","arguments":"no"}}`,
+	} {
+		_, fastBody := c.post(t, body, false)
+		_, sdkBody := viaSDK.post(t, body, false)
+		if f, s := decode(t, fastBody), decode(t, sdkBody); !sameJSON(f.Result, s.Result) {
+			t.Errorf("fast %s\nsdk  %s", f.Result, s.Result)
+		}
+	}
+	if mcp.FastCalls(sdkSrv) != 0 {
+		t.Error("NoFastPath answered on the fast path")
+	}
+
+	// A session the client ended is not served on the fast path: the
+	// SDK answers that it is gone.
+	del, _ := http.NewRequest("DELETE", ts.URL, nil)
+	del.Header.Set("Mcp-Session-Id", c.session)
+	if resp, err := http.DefaultClient.Do(del); err == nil {
+		resp.Body.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		before := mcp.FastCalls(srv)
+		status, _, body := send(plain, nil)
+		if status == 404 && mcp.FastCalls(srv) == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after DELETE: %d %.200s", status, body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}
+
+// TestFastPathCancel: a call on the fast path whose guest spins is
+// stopped by the client's notifications/cancelled, and by its
+// disconnect.
+func TestFastPathCancel(t *testing.T) {
+	h := hosttest.NewHost(t, nil, loopPack(t))
+	srv := mcp.New(h, mcp.Options{})
+	defer srv.Close()
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	c := newRawHTTP(t, ts.URL)
+	done := make(chan string, 1)
+	go func() {
+		_, body := c.post(t, `{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"test__loop","arguments":{}}}`, false)
+		done <- body
+	}()
+	deadline := time.After(30 * time.Second)
+	for {
+		c.post(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":21}}`, false)
+		select {
+		case body := <-done:
+			if !strings.Contains(body, "CANCELLED") || mcp.FastCalls(srv) != 1 {
+				t.Fatalf("%d fast calls: %.300s", mcp.FastCalls(srv), body)
+			}
+			goto disconnect
+		case <-deadline:
+			t.Fatal("notifications/cancelled did not stop the call")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+disconnect:
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"test__loop","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	for !failedCancelled(h, 2) {
+		select {
+		case <-deadline:
+			t.Fatal("the disconnect did not stop the call")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// failedCancelled reports whether test:loop failed n times, the last
+// one CANCELLED, and runs no call now.
+func failedCancelled(h *host.Host, n int64) bool {
+	for _, th := range h.Health() {
+		if th.ID == "test:loop" {
+			return th.Failures == n && th.InFlight == 0 && th.LastFailure != nil && th.LastFailure.Code == "CANCELLED"
+		}
+	}
+	return false
+}
