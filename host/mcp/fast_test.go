@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -20,10 +19,7 @@ import (
 // stream, or the SDK's refusal), and that both give the same result.
 func TestFastPath(t *testing.T) {
 	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
-	srv := mcp.New(h, mcp.Options{})
-	defer srv.Close()
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	srv, ts := serveHTTP(t, h, mcp.Options{})
 	c := newRawHTTP(t, ts.URL)
 	const plain = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"core__echo","arguments":{"a":1}}}`
 	send := func(body string, edit func(*http.Request)) (int, string, string) {
@@ -80,10 +76,7 @@ func TestFastPath(t *testing.T) {
 	}
 
 	// The same calls through the SDK give the same results.
-	sdkSrv := mcp.New(h, mcp.Options{NoFastPath: true})
-	defer sdkSrv.Close()
-	sdkTS := httptest.NewServer(sdkSrv.Handler())
-	defer sdkTS.Close()
+	sdkSrv, sdkTS := serveHTTP(t, h, mcp.Options{NoFastPath: true})
 	viaSDK := newRawHTTP(t, sdkTS.URL)
 	for _, body := range []string{
 		plain,
@@ -137,10 +130,7 @@ func sameJSON(a, b json.RawMessage) bool {
 // disconnect.
 func TestFastPathCancel(t *testing.T) {
 	h := hosttest.NewHost(t, nil, loopPack(t))
-	srv := mcp.New(h, mcp.Options{})
-	defer srv.Close()
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	srv, ts := serveHTTP(t, h, mcp.Options{})
 	c := newRawHTTP(t, ts.URL)
 	done := make(chan string, 1)
 	go func() {

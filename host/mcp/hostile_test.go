@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"io"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -20,10 +19,7 @@ import (
 // clear error and the server keeps serving.
 func TestHostileInput(t *testing.T) {
 	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
-	srv := mcp.New(h, mcp.Options{MaxMessageBytes: 1 << 20})
-	defer srv.Close()
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	_, ts := serveHTTP(t, h, mcp.Options{MaxMessageBytes: 1 << 20})
 	c := newRawHTTP(t, ts.URL)
 	tests := []struct {
 		name, body string

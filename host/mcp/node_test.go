@@ -2,7 +2,6 @@ package mcp_test
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,10 +40,7 @@ var applicable = []string{"server-initialize", "logging-set-level", "ping", "too
 func TestConformance(t *testing.T) {
 	n := node(t)
 	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
-	srv := mcp.New(h, mcp.Options{})
-	defer srv.Close()
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	_, ts := serveHTTP(t, h, mcp.Options{})
 	out := t.TempDir()
 	cmd := exec.Command(n, "node_modules/@modelcontextprotocol/conformance/dist/index.js", "server", "--url", ts.URL+"/mcp", "-o", out)
 	cmd.Dir = "testdata/node"
@@ -83,10 +79,7 @@ func TestConformance(t *testing.T) {
 func TestTypeScriptClient(t *testing.T) {
 	n := node(t)
 	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
-	srv := mcp.New(h, mcp.Options{})
-	defer srv.Close()
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	_, ts := serveHTTP(t, h, mcp.Options{})
 	cmd := exec.Command(n, "client.mjs", ts.URL+"/mcp")
 	cmd.Dir = "testdata/node"
 	b, err := cmd.CombinedOutput()

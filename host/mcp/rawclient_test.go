@@ -5,14 +5,28 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/mcp"
 )
+
+// serveHTTP serves a new server of h over Streamable HTTP on loopback;
+// both are closed when the test ends.
+func serveHTTP(tb testing.TB, h *host.Host, opts mcp.Options) (*mcp.Server, *httptest.Server) {
+	srv := mcp.New(h, opts)
+	ts := httptest.NewServer(srv.Handler())
+	tb.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+	})
+	return srv, ts
+}
 
 // initialize is the first request of a raw client.
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`

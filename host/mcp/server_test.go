@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -142,10 +141,7 @@ func TestListChangedAndCancel(t *testing.T) {
 // through the SDK's Streamable HTTP client.
 func TestStreamableHTTP(t *testing.T) {
 	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
-	srv := mcp.New(h, mcp.Options{})
-	defer srv.Close()
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	_, ts := serveHTTP(t, h, mcp.Options{})
 	ctx := context.Background()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.URL}, nil)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,10 +83,7 @@ func decode(t *testing.T, body string) rpc {
 // hidden from another.
 func TestTasks(t *testing.T) {
 	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t), loopPack(t))
-	srv := mcp.New(h, mcp.Options{})
-	defer srv.Close()
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	srv, ts := serveHTTP(t, h, mcp.Options{})
 	clients := map[string]func() session{
 		"http": func() session {
 			c := newRawHTTP(t, ts.URL)
@@ -282,10 +278,7 @@ func testTasks(t *testing.T, send, other session) {
 // TestTasksInitialize checks the tasks capability in initialize's answer.
 func TestTasksInitialize(t *testing.T) {
 	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
-	srv := mcp.New(h, mcp.Options{})
-	defer srv.Close()
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	_, ts := serveHTTP(t, h, mcp.Options{})
 	c := &rawHTTP{url: ts.URL, c: ts.Client()}
 	_, body := c.post(t, initialize, true)
 	var res struct {
