@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/mcp"
 )
@@ -77,7 +75,7 @@ func (c *rawHTTP) post(tb testing.TB, body string, must bool) (int, string) {
 }
 
 // rawStdio is a minimal stdio client of srv: newline-delimited JSON-RPC
-// on pipes, the transport `agenthost mcp` serves on stdin and stdout.
+// on pipes, served by RunIO as `agenthost mcp` serves stdin and stdout.
 type rawStdio struct {
 	w    io.WriteCloser
 	r    *bufio.Reader
@@ -92,7 +90,7 @@ func newRawStdio(tb testing.TB, srv *mcp.Server) *rawStdio {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = srv.Run(ctx, &sdk.IOTransport{Reader: inR, Writer: outW})
+		_ = srv.RunIO(ctx, inR, outW)
 	}()
 	stop := sync.OnceFunc(func() {
 		cancel()

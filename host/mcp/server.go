@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -131,13 +132,28 @@ func (s *Server) SDK() *sdk.Server { return s.srv }
 // RunStdio serves one client on stdin / stdout until it disconnects or ctx
 // is done.
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.Run(ctx, &sdk.StdioTransport{})
+	return s.RunIO(ctx, os.Stdin, nopCloser{os.Stdout})
 }
 
-// Run serves one client over t (for tests and embedders).
+// RunIO serves one client over r and w, newline-delimited JSON-RPC as on
+// stdio, until it disconnects or ctx is done. It is the SDK's own
+// transport, with task-augmented calls renamed line by line before it
+// reads them.
+func (s *Server) RunIO(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
+	return s.srv.Run(ctx, &sdk.IOTransport{Reader: newTaskLines(r), Writer: w})
+}
+
+// Run serves one client over t (for tests and embedders); its messages
+// pass through a wrapper that renames task-augmented calls.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return s.srv.Run(ctx, taskTransport{t})
 }
+
+// nopCloser is a writer whose Close does nothing (stdout stays open).
+type nopCloser struct{ io.Writer }
+
+// Close does nothing.
+func (nopCloser) Close() error { return nil }
 
 // Handler serves Streamable HTTP (mount it at /mcp). A request body over
 // Options.MaxMessageBytes is refused with 413.

@@ -1,12 +1,14 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"sync"
 	"time"
@@ -511,8 +513,56 @@ func taskCallBody(b []byte) []byte {
 	return b
 }
 
-// taskTransport is a transport (stdio, or any an embedder passes to Run)
-// whose connection passes read messages through taskCall.
+// taskLines is a stream of newline-delimited JSON-RPC messages whose
+// lines pass through taskCallBody: stdio's form of taskCall, which leaves
+// the SDK's own transport in place.
+type taskLines struct {
+	r    *bufio.Reader
+	c    io.Closer
+	line []byte // what is left of the current line
+	err  error  // the read error after it
+}
+
+func newTaskLines(r io.ReadCloser) *taskLines {
+	return &taskLines{r: bufio.NewReaderSize(r, 64<<10), c: r}
+}
+
+// Read reads the rewritten stream.
+func (t *taskLines) Read(p []byte) (int, error) {
+	for len(t.line) == 0 {
+		if t.err != nil {
+			return 0, t.err
+		}
+		t.line, t.err = t.next()
+	}
+	n := copy(p, t.line)
+	t.line = t.line[n:]
+	return n, nil
+}
+
+// next reads the next line and rewrites it. A line longer than the SDK
+// takes is passed on as it is, in parts, for the SDK to refuse.
+func (t *taskLines) next() ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := t.r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if err == bufio.ErrBufferFull {
+			if len(line) > sdk.DefaultMaxLineLength {
+				return line, nil
+			}
+			continue
+		}
+		body := bytes.TrimRight(line, "\r\n")
+		return append(taskCallBody(body), line[len(body):]...), err
+	}
+}
+
+// Close closes the underlying stream.
+func (t *taskLines) Close() error { return t.c.Close() }
+
+// taskTransport is a transport (any an embedder passes to Run) whose
+// connection passes read messages through taskCall.
 type taskTransport struct{ sdk.Transport }
 
 // Connect connects the wrapped transport.
