@@ -101,9 +101,6 @@ type pools struct {
 	stop chan struct{}
 	// gate admits calls on pooled instances (admit.go).
 	gate gate
-	// polling is how many pool goroutines poll for returned instances
-	// now (slotPool.poll): at most one.
-	polling atomic.Int32
 }
 
 func newPools(budget uint64) *pools {

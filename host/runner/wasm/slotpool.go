@@ -2,7 +2,6 @@ package wasm
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,10 +123,6 @@ func (sp *slotPool) run() {
 	defer close(sp.done)
 	for {
 		sp.fill()
-		if s := sp.poll(); s != nil {
-			sp.reset(s)
-			continue
-		}
 		select {
 		case s := <-sp.dirty:
 			sp.reset(s)
@@ -137,39 +132,6 @@ func (sp *slotPool) run() {
 		}
 	}
 }
-
-// poll waits a little for the next instance a call gives back, looking
-// again after each yield of the processor, and returns it (nil when none
-// came). A pool goroutine that is running when a call gives its instance
-// back spares that call waking a parked thread, a system call on its path
-// (about 10 µs on a 2-core machine, a tenth of a small call). It only
-// polls while a core is idle: at most one pool goroutine polls, only
-// while calls occupy at most half of the gate, and for at most
-// pollWindow after its last work; under load it parks at once.
-func (sp *slotPool) poll() *slot {
-	ps := sp.owner
-	if !ps.polling.CompareAndSwap(0, 1) {
-		return nil
-	}
-	defer ps.polling.Store(0)
-	deadline := time.Now().Add(pollWindow)
-	for {
-		select {
-		case s := <-sp.dirty:
-			return s
-		default:
-		}
-		if 2*len(ps.gate) > cap(ps.gate) || time.Now().After(deadline) {
-			return nil
-		}
-		runtime.Gosched()
-	}
-}
-
-// pollWindow is how long an idle pool goroutine polls before it parks:
-// longer than the gap between the calls of a caller that calls back to
-// back.
-const pollWindow = 150 * time.Microsecond
 
 // reset restores an instance a call gave back and makes it ready, or
 // drops it when it cannot be restored.
