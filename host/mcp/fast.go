@@ -215,15 +215,21 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, body []byte) 
 	if !ok {
 		return false
 	}
+	// From here on the call has run: it is answered here, whatever
+	// happens (never run again by the SDK).
 	res, err := s.runFast(r.Context(), fastKey{session, key}, name, id, args)
+	member := "result"
 	if err != nil {
-		return false // not reached: a result always encodes
+		// A result that cannot be encoded (error details a tool made
+		// unencodable) is the internal error the SDK would answer.
+		member = "error"
+		res, _ = json.Marshal(map[string]any{"code": -32603, "message": "the result cannot be encoded: " + err.Error()})
 	}
 	// The ID is an integer or a string (idKey), written back as sent.
 	out := make([]byte, 0, len(res)+len(c.ID)+40)
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, bytes.TrimSpace(c.ID)...)
-	out = append(out, `,"result":`...)
+	out = append(out, `,"`+member+`":`...)
 	out = append(out, res...)
 	out = append(out, '}')
 	w.Header().Set("Content-Type", "application/json")

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
 	"github.com/agenthost/agenthost/host/mcp"
@@ -180,4 +182,29 @@ func failedCancelled(h *host.Host, n int64) bool {
 		}
 	}
 	return false
+}
+
+// TestFastPathUnencodable: a result that cannot be encoded (a tool's
+// error details holding NaN) is answered once, as an internal error, and
+// the call is not run a second time by the SDK.
+func TestFastPathUnencodable(t *testing.T) {
+	h := hosttest.NewHost(t, nil)
+	type none struct{}
+	bad := host.Func("app:bad", "Fails with details JSON cannot hold.", func(context.Context, none) (none, error) {
+		return none{}, abi.Errorf(abi.CodeToolError, "no").WithDetails(map[string]any{"x": math.NaN()})
+	})
+	if err := h.Register(bad); err != nil {
+		t.Fatal(err)
+	}
+	srv, ts := serveHTTP(t, h, mcp.Options{})
+	c := newRawHTTP(t, ts.URL)
+	_, body := c.post(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"app__bad","arguments":{}}}`, false)
+	if r := decode(t, body); r.Error == nil || r.Error.Code != -32603 || mcp.FastCalls(srv) != 1 {
+		t.Fatalf("%d fast calls: %.300s", mcp.FastCalls(srv), body)
+	}
+	for _, th := range h.Health() {
+		if th.ID == "app:bad" && th.Calls != 1 {
+			t.Fatalf("run %d times", th.Calls)
+		}
+	}
 }
