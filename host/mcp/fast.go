@@ -20,7 +20,7 @@ import (
 // more than a tool call itself: each message is decoded four times, and
 // handed between goroutines on its way to the handler and back as
 // server-sent events. So the server answers the commonest request itself:
-// a plain tools/call on a session the SDK has initialised.
+// a plain tools/call on a session the SDK has answered initialize.
 //
 // A request is plain when it holds only jsonrpc, an integer or string id,
 // the method and params of only name and arguments (no _meta, so no
@@ -87,52 +87,39 @@ func idKey(raw json.RawMessage) (string, bool) {
 	return "n:" + strconv.FormatInt(n, 10), true
 }
 
-// fast is the fast path's state: the initialised HTTP sessions, with the
-// protocol version each negotiated, and the calls running.
+// fast is the fast path's state: the HTTP sessions answered initialize,
+// with the protocol version each negotiated, and the calls running.
 type fast struct {
 	mu       sync.Mutex
-	pending  map[string]string // HTTP session ID -> version, initialize answered (until the session ends)
-	sessions map[string]string // HTTP session ID -> version, initialised
+	sessions map[string]string // HTTP session ID -> version, initialize answered (until the session ends)
 	running  map[fastKey]context.CancelFunc
 	calls    atomic.Uint64 // answered on the fast path
 }
 
 // observe follows the HTTP sessions through the SDK's handling of
-// initialize and notifications/initialized, and forgets each when it ends.
+// initialize, and forgets each when it ends. Like the SDK, the fast path
+// takes calls once initialize has been answered.
 func (f *fast) observe(method string, req sdk.Request, res sdk.Result, err error) {
-	if err != nil || req == nil {
+	if err != nil || req == nil || method != "initialize" {
 		return
 	}
 	ss, ok := req.GetSession().(*sdk.ServerSession)
-	if !ok || ss.ID() == "" {
+	r, answered := res.(*sdk.InitializeResult)
+	if !ok || !answered || ss.ID() == "" {
 		return
 	}
 	id := ss.ID()
-	switch method {
-	case "initialize":
-		r, ok := res.(*sdk.InitializeResult)
-		if !ok {
-			return
-		}
-		f.mu.Lock()
-		_, known := f.pending[id]
-		f.pending[id] = r.ProtocolVersion
-		f.mu.Unlock()
-		if !known {
-			go func() {
-				_ = ss.Wait()
-				f.mu.Lock()
-				delete(f.pending, id)
-				delete(f.sessions, id)
-				f.mu.Unlock()
-			}()
-		}
-	case "notifications/initialized":
-		f.mu.Lock()
-		if v, ok := f.pending[id]; ok {
-			f.sessions[id] = v
-		}
-		f.mu.Unlock()
+	f.mu.Lock()
+	_, known := f.sessions[id]
+	f.sessions[id] = r.ProtocolVersion
+	f.mu.Unlock()
+	if !known {
+		go func() {
+			_ = ss.Wait()
+			f.mu.Lock()
+			delete(f.sessions, id)
+			f.mu.Unlock()
+		}()
 	}
 }
 
