@@ -108,25 +108,26 @@ type tasks struct {
 
 // sweep forgets the ended tasks whose ttl has passed; the caller holds mu.
 func (ts *tasks) sweep(now time.Time) {
+	ts.dropIf(func(t *task) bool { return t.terminal() && now.After(t.created.Add(t.ttl)) })
+}
+
+// dropIf forgets the tasks gone reports, cancelling those still running;
+// the caller holds mu.
+func (ts *tasks) dropIf(gone func(*task) bool) {
 	kept := ts.order[:0]
 	for _, t := range ts.order {
-		if t.terminal() && now.After(t.created.Add(t.ttl)) {
-			ts.forget(t)
+		if !gone(t) {
+			kept = append(kept, t)
 			continue
 		}
-		kept = append(kept, t)
+		t.cancel()
+		delete(ts.byID, t.id)
+		if ts.open[t.session]--; ts.open[t.session] <= 0 {
+			delete(ts.open, t.session)
+		}
 	}
 	clear(ts.order[len(kept):])
 	ts.order = kept
-}
-
-// forget drops t from the index and the session's count; the caller
-// holds mu and removes t from order.
-func (ts *tasks) forget(t *task) {
-	delete(ts.byID, t.id)
-	if ts.open[t.session]--; ts.open[t.session] <= 0 {
-		delete(ts.open, t.session)
-	}
 }
 
 // endSession waits for ss to end, then cancels its running tasks and
@@ -135,17 +136,7 @@ func (ts *tasks) endSession(ss *sdk.ServerSession) {
 	_ = ss.Wait()
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	kept := ts.order[:0]
-	for _, t := range ts.order {
-		if t.session == ss {
-			t.cancel()
-			ts.forget(t)
-			continue
-		}
-		kept = append(kept, t)
-	}
-	clear(ts.order[len(kept):])
-	ts.order = kept
+	ts.dropIf(func(t *task) bool { return t.session == ss })
 }
 
 // close cancels the running tasks and waits for their calls to end.
