@@ -316,8 +316,10 @@ func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCa
 			t.status, t.message = TaskCompleted, "the call succeeded"
 			if res.IsError {
 				t.status, t.message = TaskFailed, "the call failed"
-				if tc, ok := res.Content[0].(*sdk.TextContent); ok {
-					t.message = tc.Text
+				if len(res.Content) > 0 {
+					if tc, ok := res.Content[0].(*sdk.TextContent); ok {
+						t.message = tc.Text
+					}
 				}
 			}
 		}
