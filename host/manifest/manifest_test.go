@@ -142,6 +142,8 @@ func TestParse(t *testing.T) {
 		{name: "wasi-command entry point", patch: func(m map[string]any) { handler(m)["entryPoint"] = "run" }, pointer: "/handler/entryPoint", reason: "applies only to abi"},
 		{name: "script field on wasm", patch: func(m map[string]any) { handler(m)["language"] = "python" }, pointer: "/handler/language", reason: `language does not apply to handler type "wasm"`},
 		{name: "bad sha256", patch: func(m map[string]any) { handler(m)["sha256"] = strings.Repeat("A", 64) }, pointer: "/handler/sha256"},
+		{name: "short sha256", patch: func(m map[string]any) { handler(m)["sha256"] = strings.Repeat("a", 63) }, pointer: "/handler/sha256"},
+		{name: "long sha256", patch: func(m map[string]any) { handler(m)["sha256"] = strings.Repeat("a", 65) }, pointer: "/handler/sha256"},
 		{name: "bad output format", patch: func(m map[string]any) { handler(m)["outputFormat"] = "xml" }, pointer: "/handler/outputFormat"},
 		{name: "config not strings", patch: func(m map[string]any) { handler(m)["config"] = map[string]any{"n": 1} }, pointer: "/handler/config/n"},
 		{name: "module escapes", patch: func(m map[string]any) { handler(m)["module"] = "../x.wasm" }, pointer: "/handler/module"},
@@ -173,6 +175,9 @@ func TestParse(t *testing.T) {
 			m["examples"] = []any{map[string]any{"description": "d", "input": map[string]any{"text": "x"}, "expectedOutput": 3}}
 		}, pointer: "/examples/0/expectedOutput"},
 		{name: "duplicate tag", patch: func(m map[string]any) { m["tags"] = []any{"a", "a"} }, pointer: "/tags"},
+		{name: "tag of 64 ok", patch: func(m map[string]any) { m["tags"] = []any{strings.Repeat("t", 64)} }},
+		{name: "tag of 65", patch: func(m map[string]any) { m["tags"] = []any{strings.Repeat("t", 65)} }, pointer: "/tags/0"},
+		{name: "empty tag", patch: func(m map[string]any) { m["tags"] = []any{""} }, pointer: "/tags/0"},
 
 		// security context
 		{name: "read absolute", patch: func(m map[string]any) { security(m, `{"fileAccess":{"allowRead":["/etc/passwd"]}}`) }, pointer: "/securityContext/fileAccess/allowRead/0", reason: "absolute"},

@@ -46,14 +46,23 @@ const (
 	LanguageBun    = "bun"
 )
 
+// The patterns of names. Lengths are checked apart (see matches): a
+// counted repetition such as {0,127} compiles to that many copies of its
+// class, which cost a process about 2 ms and 400 KiB at start-up.
 var (
-	reSHA256   = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	reEntry    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.$-]{0,127}$`)
-	reService  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,127}$`)
-	reEnvName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	reSHA256   = regexp.MustCompile(`^[0-9a-f]*$`)
+	reEntry    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.$-]*$`)
+	reService  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+	reEnvName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	reHostGlob = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)?[^\s/?#@]+$`)
-	reTag      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$`)
+	reTag      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`)
 )
+
+// matches reports whether s matches re and is between min and max bytes
+// long.
+func matches(re *regexp.Regexp, s string, min, max int) bool {
+	return len(s) >= min && len(s) <= max && re.MatchString(s)
+}
 
 // reservedGuestPaths are the standard guest mount points that a
 // fileAccess.mounts entry may not shadow.
@@ -122,7 +131,7 @@ func (t *Tool) validate(withSchema bool) error {
 	}
 	seen := map[string]bool{}
 	for i, tag := range t.Tags {
-		if !reTag.MatchString(tag) {
+		if !matches(reTag, tag, 1, 64) {
 			return fail(fmt.Sprintf("/tags/%d", i), "tag %q: letters, digits and . _ : / - only, at most 64", tag)
 		}
 		if seen[tag] {
@@ -248,13 +257,13 @@ func (t *Tool) validateHandler() error {
 			if h.EntryPoint == "" {
 				h.EntryPoint = DefaultEntryPoint
 			}
-			if !reEntry.MatchString(h.EntryPoint) {
+			if !matches(reEntry, h.EntryPoint, 1, 128) {
 				return fail("entryPoint", "entryPoint %q is not a valid export name", h.EntryPoint)
 			}
 		default:
 			return fail("abi", "abi must be %q or %q, got %q", ABIWasiCommand, ABIExtism, h.ABI)
 		}
-		if h.SHA256 != "" && !reSHA256.MatchString(h.SHA256) {
+		if h.SHA256 != "" && !matches(reSHA256, h.SHA256, 64, 64) {
 			return fail("sha256", "sha256 must be 64 lower-case hex digits")
 		}
 		for k := range h.Config {
@@ -272,10 +281,10 @@ func (t *Tool) validateHandler() error {
 			return fail("language", "language must be %q, %q or %q, got %q", LanguagePython, LanguageNodeJS, LanguageBun, h.Language)
 		}
 	case HandlerServiceMethod:
-		if !reService.MatchString(h.ServiceName) {
+		if !matches(reService, h.ServiceName, 1, 128) {
 			return fail("serviceName", "serviceName %q is not a valid name", h.ServiceName)
 		}
-		if !reService.MatchString(h.MethodName) {
+		if !matches(reService, h.MethodName, 1, 128) {
 			return fail("methodName", "methodName %q is not a valid name", h.MethodName)
 		}
 	case HandlerWorkflow:
@@ -375,7 +384,7 @@ func (t *Tool) validateSecurity() error {
 	}
 	seen := map[string]bool{}
 	for i, e := range sc.Env {
-		if !reEnvName.MatchString(e) {
+		if !matches(reEnvName, e, 1, 128) {
 			return fail(fmt.Sprintf("/env/%d", i), "environment variable name %q is not valid", e)
 		}
 		if seen[e] {
