@@ -51,12 +51,27 @@ type Options struct {
 	// MaxMessageBytes caps one HTTP request body (DefaultMaxMessageBytes
 	// when 0): a larger message is answered 413, never read whole.
 	MaxMessageBytes int64
+	// Jobs, when set, records every task as a job: the task's ID is the
+	// job's, and its envelope is stored when it ends (agenthost serve
+	// passes the tenant's store, so a task's result outlives the session
+	// and the process, at /v1/jobs/{id}).
+	Jobs Jobs
 	// NoFastPath sends every tools/call through the SDK's dispatch and
 	// its middleware. By default the Streamable HTTP handler answers a
 	// plain tools/call on a session that was answered initialize itself, with the same
 	// result and without the SDK's dispatch, which costs more than a
 	// small tool's call.
 	NoFastPath bool
+}
+
+// Jobs records tasks as jobs (Options.Jobs). It must be safe for
+// concurrent use.
+type Jobs interface {
+	// CreateJob records a running call of tool with its arguments and
+	// returns the job's ID.
+	CreateJob(ctx context.Context, tool string, args json.RawMessage) (string, error)
+	// FinishJob stores the envelope of the job's ended call.
+	FinishJob(ctx context.Context, id string, env abi.Envelope) error
 }
 
 // DefaultMaxMessageBytes is Options.MaxMessageBytes's default.
@@ -83,6 +98,7 @@ type Server struct {
 	tasks   tasks
 	fast    fast
 	noFast  bool
+	jobs    Jobs
 	maxBody int64
 
 	httpOnce sync.Once
@@ -107,7 +123,7 @@ func New(h *host.Host, opts Options) *Server {
 	s := &Server{h: h, log: log, listed: map[string]string{}, ids: map[string]string{}, maxBody: opts.MaxMessageBytes,
 		tasks:  tasks{byID: map[string]*task{}, open: map[*sdk.ServerSession]int{}},
 		fast:   fast{sessions: map[string]string{}, running: map[fastKey]context.CancelFunc{}},
-		noFast: opts.NoFastPath}
+		noFast: opts.NoFastPath, jobs: opts.Jobs}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version},
 		&sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}}})
 	s.serveTasks()
@@ -283,17 +299,23 @@ func (s *Server) toolOf(name string, t *manifest.Tool) (*sdk.Tool, error) {
 // handler runs a call of the tool id.
 func (s *Server) handler(name, id string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		token := req.Params.GetProgressToken()
-		progress := func(p float64, msg string) {
-			if token != nil && req.Session != nil {
-				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: 1, Message: msg})
-			}
-		}
-		progress(0, "started")
-		env := s.h.Call(ctx, id, req.Params.Arguments)
-		progress(1, string(env.Status))
-		return resultOf(name, env), nil
+		return resultOf(name, s.call(ctx, req, id)), nil
 	}
+}
+
+// call runs req's call of the tool id, with progress notifications when
+// the client sent a progress token.
+func (s *Server) call(ctx context.Context, req *sdk.CallToolRequest, id string) abi.Envelope {
+	token := req.Params.GetProgressToken()
+	progress := func(p float64, msg string) {
+		if token != nil && req.Session != nil {
+			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: 1, Message: msg})
+		}
+	}
+	progress(0, "started")
+	env := s.h.Call(ctx, id, req.Params.Arguments)
+	progress(1, string(env.Status))
+	return env
 }
 
 // resultOf maps an envelope to an MCP result.

@@ -288,8 +288,19 @@ func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCa
 			Message: fmt.Sprintf("too many tasks: this session holds %d (its limit is %d), the server %d (its limit is %d); tasks are kept until their ttl passes",
 				n, MaxSessionTasks, len(ts.order), MaxTasks)}
 	}
+	taskID := newTaskID()
+	if s.jobs != nil {
+		// Recorded first (a task is never one the store does not know);
+		// the table's lock keeps the limits exact meanwhile.
+		jid, err := s.jobs.CreateJob(ctx, id, p.Arguments)
+		if err != nil {
+			ts.mu.Unlock()
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task cannot be recorded: " + err.Error()}
+		}
+		taskID = jid
+	}
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	t := &task{id: newTaskID(), session: ss, created: now, ttl: ttl, cancel: cancel, done: make(chan struct{}),
+	t := &task{id: taskID, session: ss, created: now, ttl: ttl, cancel: cancel, done: make(chan struct{}),
 		status: TaskWorking, message: "the call is running", updated: now}
 	ts.byID[t.id] = t
 	ts.order = append(ts.order, t)
@@ -304,7 +315,13 @@ func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCa
 	go func() {
 		defer ts.runs.Done()
 		defer cancel()
-		res, _ := s.handler(p.Name, id)(cctx, req) // the handler never fails: a failed call is an isError result
+		env := s.call(cctx, req, id)
+		if s.jobs != nil {
+			if err := s.jobs.FinishJob(context.WithoutCancel(cctx), t.id, env); err != nil {
+				s.log.Error("storing a task's result", "task", t.id, "error", err)
+			}
+		}
+		res := resultOf(p.Name, env)
 		res.Meta = maps.Clone(res.Meta)
 		if res.Meta == nil {
 			res.Meta = sdk.Meta{}
@@ -327,6 +344,40 @@ func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCa
 		close(t.done)
 	}()
 	return &createTaskResult{Task: info}, nil
+}
+
+// CancelTask cancels the running task id, whichever session made it, and
+// waits for its call to end (ctx bounds the wait); it reports whether
+// there was such a task. It is for an API that has authorised the caller
+// already, as agenthost serve's DELETE /v1/jobs/{id} has.
+func (s *Server) CancelTask(ctx context.Context, id string) bool {
+	ts := &s.tasks
+	ts.mu.Lock()
+	t, ok := ts.byID[id]
+	if !ok || t.terminal() {
+		ts.mu.Unlock()
+		return false
+	}
+	t.status, t.message, t.updated = TaskCancelled, "the task was cancelled by request", time.Now().UTC()
+	ts.mu.Unlock()
+	t.cancel()
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+	}
+	return true
+}
+
+// TaskDone returns a channel closed when the task id's call has ended
+// (its result is then recorded), or nil when the server runs no such
+// task.
+func (s *Server) TaskDone(id string) <-chan struct{} {
+	s.tasks.mu.Lock()
+	defer s.tasks.mu.Unlock()
+	if t, ok := s.tasks.byID[id]; ok {
+		return t.done
+	}
+	return nil
 }
 
 // taskResult waits for the task to end and answers what the call would
@@ -388,22 +439,16 @@ func (s *Server) cancelTask(ctx context.Context, ss *sdk.ServerSession, p *taskP
 	if err != nil {
 		return nil, err
 	}
-	ts := &s.tasks
-	ts.mu.Lock()
-	if t.terminal() {
-		ts.mu.Unlock()
+	if !s.CancelTask(ctx, t.id) {
+		s.tasks.mu.Lock()
+		defer s.tasks.mu.Unlock()
 		return nil, invalidParams("the task %q has ended (%s); it cannot be cancelled", t.id, t.status)
 	}
-	t.status, t.message, t.updated = TaskCancelled, "the task was cancelled by request", time.Now().UTC()
-	ts.mu.Unlock()
-	t.cancel()
-	select {
-	case <-t.done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
+	s.tasks.mu.Lock()
+	defer s.tasks.mu.Unlock()
 	return &taskResult{taskInfo: t.info()}, nil
 }
 

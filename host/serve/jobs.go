@@ -31,6 +31,28 @@ func newJobs() *jobs {
 	return &jobs{cancels: map[string]context.CancelFunc{}, done: map[string]chan struct{}{}}
 }
 
+// tenantJobs records a tenant's MCP tasks as its jobs: a task's ID is its
+// job's, and its envelope is the job's result, as for ?async=true.
+type tenantJobs struct {
+	st     *store.Store
+	tenant string
+}
+
+// CreateJob records a running call.
+func (j tenantJobs) CreateJob(ctx context.Context, tool string, args json.RawMessage) (string, error) {
+	job, err := j.st.CreateJob(ctx, j.tenant, tool, args)
+	return job.ID, err
+}
+
+// FinishJob stores the call's envelope.
+func (j tenantJobs) FinishJob(ctx context.Context, id string, env abi.Envelope) error {
+	b, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	return j.st.FinishJob(ctx, j.tenant, id, b)
+}
+
 // interruptedResult is the envelope of a job whose server stopped
 // during the call.
 func interruptedResult(tool string) json.RawMessage {
@@ -116,13 +138,17 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request, c *call) {
 	s.jobs.mu.Lock()
 	cancel, done := s.jobs.cancels[id], s.jobs.done[id]
 	s.jobs.mu.Unlock()
-	if cancel != nil {
+	switch {
+	case cancel != nil:
 		cancel()
 		select {
 		case <-done:
 		case <-r.Context().Done():
 			return
 		}
+	case s.mcp[c.p.Tenant] != nil:
+		// A task of the tenant's MCP clients: stopped the same way.
+		s.mcp[c.p.Tenant].CancelTask(r.Context(), id)
 	}
 	j, err := s.o.Store.Job(r.Context(), c.p.Tenant, id)
 	if err != nil {
@@ -130,6 +156,19 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	writeJSON(w, http.StatusOK, j)
+}
+
+// jobDone returns a channel closed when the tenant's running job id ends,
+// or nil when this server runs no such job: an asynchronous call of the
+// HTTP API, or a task of the tenant's MCP clients.
+func (s *Server) jobDone(tenant, id string) <-chan struct{} {
+	s.jobs.mu.Lock()
+	done := s.jobs.done[id]
+	s.jobs.mu.Unlock()
+	if done == nil && s.mcp[tenant] != nil {
+		return s.mcp[tenant].TaskDone(id)
+	}
+	return done
 }
 
 // jobEvents streams a job as server-sent events: "status" now, then
@@ -153,10 +192,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	send("status", JobRef{ID: j.ID, Status: j.Status, Tool: j.Tool})
 	if j.Status == store.JobRunning {
-		s.jobs.mu.Lock()
-		done := s.jobs.done[id]
-		s.jobs.mu.Unlock()
-		if done != nil {
+		if done := s.jobDone(c.p.Tenant, id); done != nil {
 			select {
 			case <-done:
 			case <-r.Context().Done():

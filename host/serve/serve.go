@@ -114,7 +114,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.metrics.reg.MustRegister(newHostCollector(s))
 	for name, t := range o.Tenants {
-		s.mcp[name] = mcp.New(t.Host, mcp.Options{})
+		s.mcp[name] = mcp.New(t.Host, mcp.Options{Jobs: tenantJobs{o.Store, name}})
 		s.slots[name] = make(chan struct{}, o.MaxConcurrent)
 	}
 	for _, rt := range s.routes() {

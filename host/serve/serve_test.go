@@ -530,3 +530,79 @@ func TestMCPEndpoint(t *testing.T) {
 		t.Fatal("/mcp without a token connected")
 	}
 }
+
+// TestMCPTasksAreJobs: a task of an MCP client is a job of its tenant. Its
+// ID is the job's, the job's events end with the call's envelope, another
+// tenant gets 404, DELETE /v1/jobs/{id} stops a running task (the tool
+// sees it; MCP then reports the task cancelled), and the job is still
+// there after a restart.
+func TestMCPTasksAreJobs(t *testing.T) {
+	type none struct{}
+	stopped := make(chan struct{}, 1)
+	slow := host.Func("app:slow", "Slow.", func(ctx context.Context, _ none) (map[string]int, error) {
+		<-ctx.Done()
+		stopped <- struct{}{}
+		return nil, ctx.Err()
+	})
+	db := filepath.Join(t.TempDir(), "db")
+	f := newFixture(t, db, slow)
+	session := ""
+	rpc := func(body string) string {
+		req, _ := http.NewRequest("POST", f.srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer acme-token")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+			session = s
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	rpc(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	rpc(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	taskID := func(body string) string {
+		i := strings.Index(body, `"taskId":"`)
+		if i < 0 {
+			t.Fatalf("no task: %s", body)
+		}
+		rest := body[i+len(`"taskId":"`):]
+		return rest[:strings.IndexByte(rest, '"')]
+	}
+	echo := taskID(rpc(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"core__echo","arguments":{"via":"mcp"},"task":{}}}`))
+	status, body := f.do(t, "GET", "/v1/jobs/"+echo+"/events", "acme-token", "", "")
+	if status != 200 || !strings.Contains(body, "event: result") || !strings.Contains(body, `"status":"done"`) || !strings.Contains(body, `"via":"mcp"`) {
+		t.Fatalf("the task's job: %d %s", status, body)
+	}
+	if status, _ := f.do(t, "GET", "/v1/jobs/"+echo, "beta-token", "", ""); status != 404 {
+		t.Errorf("another tenant reads the task's job: %d", status)
+	}
+	spin := taskID(rpc(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"app__slow","arguments":{},"task":{}}}`))
+	status, body = f.do(t, "DELETE", "/v1/jobs/"+spin, "acme-token", "", "")
+	if status != 200 || !strings.Contains(body, `"status":"done"`) || !strings.Contains(body, "CANCELLED") {
+		t.Fatalf("cancel the task's job: %d %s", status, body)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tool did not see the cancel")
+	}
+	if got := rpc(`{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"taskId":"` + spin + `"}}`); !strings.Contains(got, `"status":"cancelled"`) {
+		t.Errorf("MCP after the job's cancel: %s", got)
+	}
+	f.srv.Close()
+	f.api.Close()
+	f.store.Close()
+	f2 := newFixture(t, db)
+	if status, body := f2.do(t, "GET", "/v1/jobs/"+echo, "acme-token", "", ""); status != 200 || !strings.Contains(body, `"via":"mcp"`) {
+		t.Errorf("after a restart: %d %s", status, body)
+	}
+}
