@@ -98,12 +98,13 @@ func (t *task) terminal() bool { return t.status != TaskWorking }
 
 // tasks is a server's task table.
 type tasks struct {
-	mu     sync.Mutex
-	byID   map[string]*task
-	order  []*task                    // by creation
-	open   map[*sdk.ServerSession]int // tasks kept per session
-	closed bool
-	runs   sync.WaitGroup
+	mu       sync.Mutex
+	byID     map[string]*task
+	order    []*task                    // by creation
+	open     map[*sdk.ServerSession]int // tasks kept per session
+	closed   bool                       // Close: no new task
+	draining bool                       // Drain: no new task
+	runs     sync.WaitGroup
 }
 
 // sweep forgets the ended tasks whose ttl has passed; the caller holds mu.
@@ -278,9 +279,9 @@ func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCa
 	ts := &s.tasks
 	ts.mu.Lock()
 	ts.sweep(now)
-	if ts.closed {
+	if ts.closed || ts.draining {
 		ts.mu.Unlock()
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is closing"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is shutting down: it takes no new task"}
 	}
 	if n := ts.open[ss]; n >= MaxSessionTasks || len(ts.order) >= MaxTasks {
 		ts.mu.Unlock()
@@ -366,6 +367,31 @@ func (s *Server) CancelTask(ctx context.Context, id string) bool {
 	case <-ctx.Done():
 	}
 	return true
+}
+
+// Drain makes the server refuse new tasks (the internal error), while
+// the running ones go on; Wait then waits for them. Calls that are not
+// tasks are served as before.
+func (s *Server) Drain() {
+	s.tasks.mu.Lock()
+	s.tasks.draining = true
+	s.tasks.mu.Unlock()
+}
+
+// Wait waits for the running tasks' calls to end, or for ctx. Call Drain
+// first, so that no task starts meanwhile.
+func (s *Server) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.tasks.runs.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // TaskDone returns a channel closed when the task id's call has ended

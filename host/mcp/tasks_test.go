@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -337,4 +338,42 @@ func cancelled(h *host.Host) bool {
 		}
 	}
 	return false
+}
+
+// TestTasksDrain: a draining server refuses new tasks while the running
+// one goes on, and Wait returns once it has ended.
+func TestTasksDrain(t *testing.T) {
+	h := hosttest.NewHost(t, nil)
+	release := make(chan struct{})
+	type none struct{}
+	hold := host.Func("app:hold", "Waits to be released.", func(ctx context.Context, _ none) (none, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return none{}, nil
+	})
+	if err := h.Register(hold); err != nil {
+		t.Fatal(err)
+	}
+	srv := mcp.New(h, mcp.Options{})
+	defer srv.Close()
+	c := newRawStdio(t, srv)
+	call := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"app__hold","arguments":{},"task":{}}}`
+	if r := decode(t, c.roundTrip(t, fmt.Sprintf(call, 2), false)); r.Error != nil {
+		t.Fatalf("%+v", r.Error)
+	}
+	srv.Drain()
+	if r := decode(t, c.roundTrip(t, fmt.Sprintf(call, 3), false)); r.Error == nil || r.Error.Code != -32603 {
+		t.Errorf("a task while draining: %+v %s", r.Error, r.Result)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := srv.Wait(ctx); err == nil {
+		t.Fatal("Wait returned while the task ran")
+	}
+	close(release)
+	if err := srv.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }

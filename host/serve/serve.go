@@ -129,21 +129,32 @@ func New(o Options) (*Server, error) {
 // Handler is the HTTP handler of the API.
 func (s *Server) Handler() http.Handler { return s.mux }
 
-// Drain marks the server as draining: /readyz answers 503 and new agent
-// runs are refused, while requests in progress finish. Call it before
-// http.Server.Shutdown.
-func (s *Server) Drain() { s.draining.Store(true) }
+// Drain marks the server as draining: /readyz answers 503, and new agent
+// runs, jobs and MCP tasks are refused, while requests in progress
+// finish. Call it before http.Server.Shutdown.
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	for _, m := range s.mcp {
+		m.Drain()
+	}
+}
 
-// Wait waits for agent runs and jobs in progress to end, or ctx.
+// Wait waits for agent runs, jobs and MCP tasks in progress to end, or
+// ctx.
 func (s *Server) Wait(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { s.runs.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	for _, m := range s.mcp {
+		if err := m.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close releases the MCP servers (the hosts and store are the caller's).
