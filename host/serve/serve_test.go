@@ -449,12 +449,7 @@ func TestConsole(t *testing.T) {
 // result is CANCELLED); another tenant gets 404 for it.
 func TestJobs(t *testing.T) {
 	type none struct{}
-	stopped := make(chan struct{}, 1)
-	slow := host.Func("app:slow", "Slow.", func(ctx context.Context, _ none) (map[string]int, error) {
-		<-ctx.Done()
-		stopped <- struct{}{}
-		return nil, ctx.Err()
-	})
+	slow, stopped := slowTool()
 	later := host.Func("app:later", "Long.", func(context.Context, none) (map[string]int, error) { return map[string]int{"ok": 1}, nil }, host.WithAsync())
 	f := newFixture(t, filepath.Join(t.TempDir(), "db"), slow, later)
 	if status, body := f.do(t, "POST", "/v1/tools/app:later/call", "acme-token", "application/json", `{}`); status != 202 || !strings.Contains(body, `"status":"running"`) {
@@ -490,7 +485,26 @@ func TestJobs(t *testing.T) {
 	if _, body := f.do(t, "GET", "/v1/jobs/"+slowID, "acme-token", "", ""); !strings.Contains(body, `"status":"running"`) {
 		t.Fatalf("running job %s", body)
 	}
-	status, body = f.do(t, "DELETE", "/v1/jobs/"+slowID, "acme-token", "", "")
+	cancelJob(t, f, slowID, stopped)
+}
+
+// slowTool is app:slow, which runs until its call is cancelled, and the
+// channel it signals then.
+func slowTool() (host.Tool, <-chan struct{}) {
+	type none struct{}
+	stopped := make(chan struct{}, 1)
+	return host.Func("app:slow", "Slow.", func(ctx context.Context, _ none) (map[string]int, error) {
+		<-ctx.Done()
+		stopped <- struct{}{}
+		return nil, ctx.Err()
+	}), stopped
+}
+
+// cancelJob cancels acme's running job id with DELETE: the answer is the
+// ended job, CANCELLED, and the tool saw the cancel.
+func cancelJob(t *testing.T, f *fixture, id string, stopped <-chan struct{}) {
+	t.Helper()
+	status, body := f.do(t, "DELETE", "/v1/jobs/"+id, "acme-token", "", "")
 	if status != 200 || !strings.Contains(body, `"status":"done"`) || !strings.Contains(body, "CANCELLED") {
 		t.Fatalf("cancel %d %s", status, body)
 	}
@@ -537,13 +551,7 @@ func TestMCPEndpoint(t *testing.T) {
 // sees it; MCP then reports the task cancelled), and the job is still
 // there after a restart.
 func TestMCPTasksAreJobs(t *testing.T) {
-	type none struct{}
-	stopped := make(chan struct{}, 1)
-	slow := host.Func("app:slow", "Slow.", func(ctx context.Context, _ none) (map[string]int, error) {
-		<-ctx.Done()
-		stopped <- struct{}{}
-		return nil, ctx.Err()
-	})
+	slow, stopped := slowTool()
 	db := filepath.Join(t.TempDir(), "db")
 	f := newFixture(t, db, slow)
 	session := ""
@@ -586,15 +594,7 @@ func TestMCPTasksAreJobs(t *testing.T) {
 		t.Errorf("another tenant reads the task's job: %d", status)
 	}
 	spin := taskID(rpc(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"app__slow","arguments":{},"task":{}}}`))
-	status, body = f.do(t, "DELETE", "/v1/jobs/"+spin, "acme-token", "", "")
-	if status != 200 || !strings.Contains(body, `"status":"done"`) || !strings.Contains(body, "CANCELLED") {
-		t.Fatalf("cancel the task's job: %d %s", status, body)
-	}
-	select {
-	case <-stopped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the tool did not see the cancel")
-	}
+	cancelJob(t, f, spin, stopped)
 	if got := rpc(`{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"taskId":"` + spin + `"}}`); !strings.Contains(got, `"status":"cancelled"`) {
 		t.Errorf("MCP after the job's cancel: %s", got)
 	}
