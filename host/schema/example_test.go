@@ -65,10 +65,10 @@ func ExampleCanonical() {
 
 func ExampleCompiler_AddResource() {
 	c := schema.NewCompiler()
-	_ = c.AddResource("mem://shared/player-id", json.RawMessage(`{"type": "integer", "minimum": 1}`))
+	_ = c.AddResource("mem://common/player-id", json.RawMessage(`{"type": "integer", "minimum": 1}`))
 	s, err := c.Compile(json.RawMessage(`{
 		"type": "object",
-		"properties": {"player_id": {"$ref": "mem://shared/player-id"}}
+		"properties": {"player_id": {"$ref": "mem://common/player-id"}}
 	}`), "mem://tools/game:player/parameters")
 	if err != nil {
 		fmt.Println(err)

@@ -50,10 +50,10 @@ func decode(t testing.TB, s string) any {
 
 func TestCompile(t *testing.T) {
 	c := schema.NewCompiler()
-	if err := c.AddResource("mem://shared/id", json.RawMessage(`{"type":"integer","minimum":1}`)); err != nil {
+	if err := c.AddResource("mem://common/id", json.RawMessage(`{"type":"integer","minimum":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AddResource("mem://shared/id", json.RawMessage(`{}`)); err == nil {
+	if err := c.AddResource("mem://common/id", json.RawMessage(`{}`)); err == nil {
 		t.Error("registering the same URL twice succeeded")
 	}
 	if err := c.AddResource("https://example.com/x.json", json.RawMessage(`{}`)); err == nil {
@@ -68,7 +68,7 @@ func TestCompile(t *testing.T) {
 	}{
 		{name: "object", raw: playerSchema, url: "mem://t/a"},
 		{name: "boolean schema", raw: `true`, url: "mem://t/b"},
-		{name: "registered ref", raw: `{"properties":{"id":{"$ref":"mem://shared/id"}}}`, url: "mem://t/c"},
+		{name: "registered ref", raw: `{"properties":{"id":{"$ref":"mem://common/id"}}}`, url: "mem://t/c"},
 		{name: "recursive ref", raw: `{"type":"object","properties":{"child":{"$ref":"#"}}}`, url: "mem://t/d"},
 		{name: "self ref only", raw: `{"$ref":"#"}`, url: "mem://t/e"},
 		{name: "draft-04", raw: `{"$schema":"http://json-schema.org/draft-04/schema#","type":"integer","maximum":5,"exclusiveMaximum":true}`, url: "mem://t/f"},

@@ -132,8 +132,9 @@ func redactURL(u string) string {
 	return u
 }
 
-// q returns query in the backend's placeholder form: SQLite takes the
-// question marks as written, PostgreSQL gets $1, $2, … in their place.
+// q returns query with the placeholders the backend takes. SQLite takes
+// the question marks as written; PostgreSQL takes them numbered in order,
+// each one replaced by a dollar sign and its position.
 func (s *Store) q(query string) string {
 	if !s.postgres {
 		return query
