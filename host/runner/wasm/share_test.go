@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 	"testing"
 
 	"github.com/agenthost/agenthost/host/runner"
@@ -86,11 +87,19 @@ func TestPool_sharesByDemand(t *testing.T) {
 	if live, _ := wasm.PoolLive(busy); live < 2 {
 		t.Fatalf("one call of the idle tool took the busy tool's instances: %d left", live)
 	}
-	for range 4 {
+	// Each rebalance is a tick without demand. An instance still being
+	// restored after the last call is shed by a later tick, so tick until
+	// the pool has shrunk (or give up).
+	for i := 0; ; i++ {
 		wasm.Rebalance(r)
-	}
-	if live, target := wasm.PoolLive(busy); live != 1 || target != 1 {
-		t.Fatalf("idle now, the busy tool keeps %d instances (wants %d)", live, target)
+		live, target := wasm.PoolLive(busy)
+		if i >= 3 && live == 1 && target == 1 {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("idle now, the busy tool keeps %d instances (wants %d)", live, target)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if used := wasm.PoolBytes(r); used > 2*est+est/2 {
 		t.Fatalf("after rebalancing, the pools hold %d bytes, over the budget %d", used, 2*est+est/2)
