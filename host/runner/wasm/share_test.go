@@ -4,8 +4,8 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/host/runner"
 	"github.com/agenthost/agenthost/host/runner/wasm"
