@@ -6,6 +6,10 @@
 // 16 GiB and die. Here fd_renumber refuses a target descriptor at or above
 // MaxFD with EBADF (as wasmtime does for a descriptor that is not open),
 // and otherwise runs wazero's own implementation.
+//
+// A runner may also take over fd_read and proc_exit of one call through
+// [WithHooks]: the wasm runner parks a command at its first read of
+// stdin and serves later calls from there.
 package wasiguard
 
 import (
@@ -28,13 +32,51 @@ const fdRenumber = "fd_renumber"
 // errnoBadf is WASI's EBADF.
 const errnoBadf = 8
 
+// The WASI functions a Hooks value may take over.
+const (
+	fdRead   = "fd_read"
+	procExit = "proc_exit"
+)
+
+// Hooks takes over fd_read and proc_exit for the guest calls whose
+// context carries it (WithHooks). Each method gets the guest's stack as
+// wazero passes it to the WASI function; it returns true when it handled
+// the call (stack[0] holding fd_read's errno), false to run wazero's own
+// implementation. A method may also not return at all (a panic that ends
+// the guest, or a snapshot restore).
+type Hooks interface {
+	Read(ctx context.Context, mod api.Module, stack []uint64) bool
+	Exit(ctx context.Context, mod api.Module, stack []uint64) bool
+}
+
+type hooksKey struct{}
+
+// WithHooks returns a context that makes the WASI functions of the guest
+// call it is passed to consult h first.
+func WithHooks(ctx context.Context, h Hooks) context.Context {
+	return context.WithValue(ctx, hooksKey{}, h)
+}
+
+// hooked wraps wazero's implementation of a WASI function with the
+// context's Hooks method picked by pick.
+func hooked(orig api.GoModuleFunction, pick func(Hooks) func(context.Context, api.Module, []uint64) bool) api.GoModuleFunc {
+	return func(ctx context.Context, mod api.Module, stack []uint64) {
+		if h, ok := ctx.Value(hooksKey{}).(Hooks); ok && pick(h)(ctx, mod, stack) {
+			return
+		}
+		orig.Call(ctx, mod, stack)
+	}
+}
+
 // Instantiate adds the guarded wasi_snapshot_preview1 module to rt, like
 // wasi_snapshot_preview1.Instantiate.
 func Instantiate(ctx context.Context, rt wazero.Runtime) (api.Closer, error) {
-	orig, err := original(ctx, rt, fdRenumber)
+	fns, err := originals(ctx, rt, fdRenumber, fdRead, procExit)
 	if err != nil {
 		return nil, err
 	}
+	orig, read, exit := fns[0], fns[1], fns[2]
+	i32 := api.ValueTypeI32
 	b := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
 	b.NewFunctionBuilder().
@@ -47,12 +89,22 @@ func Instantiate(ctx context.Context, rt wazero.Runtime) (api.Closer, error) {
 		}), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
 		WithParameterNames("fd", "to").
 		Export(fdRenumber)
+	b.NewFunctionBuilder().
+		WithGoModuleFunction(hooked(read, func(h Hooks) func(context.Context, api.Module, []uint64) bool { return h.Read }),
+			[]api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("fd", "iovs", "iovs_len", "result.nread").
+		Export(fdRead)
+	b.NewFunctionBuilder().
+		WithGoModuleFunction(hooked(exit, func(h Hooks) func(context.Context, api.Module, []uint64) bool { return h.Exit }),
+			[]api.ValueType{i32}, nil).
+		WithParameterNames("rval").
+		Export(procExit)
 	return b.Instantiate(ctx)
 }
 
-// original returns wazero's implementation of the WASI function name, read
-// from a compiled (never instantiated) copy of the module.
-func original(ctx context.Context, rt wazero.Runtime, name string) (api.GoModuleFunction, error) {
+// originals returns wazero's implementations of the WASI functions
+// names, read from a compiled (never instantiated) copy of the module.
+func originals(ctx context.Context, rt wazero.Runtime, names ...string) ([]api.GoModuleFunction, error) {
 	b := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
 	cm, err := b.Compile(ctx)
@@ -60,13 +112,17 @@ func original(ctx context.Context, rt wazero.Runtime, name string) (api.GoModule
 		return nil, fmt.Errorf("wasi: %w", err)
 	}
 	defer cm.Close(ctx)
-	def, ok := cm.ExportedFunctions()[name]
-	if !ok {
-		return nil, fmt.Errorf("wasi: wazero exports no %s", name)
+	out := make([]api.GoModuleFunction, len(names))
+	for i, name := range names {
+		def, ok := cm.ExportedFunctions()[name]
+		if !ok {
+			return nil, fmt.Errorf("wasi: wazero exports no %s", name)
+		}
+		fn, ok := def.GoFunction().(api.GoModuleFunction)
+		if !ok {
+			return nil, fmt.Errorf("wasi: %s is a %T, not a Go module function", name, def.GoFunction())
+		}
+		out[i] = fn
 	}
-	fn, ok := def.GoFunction().(api.GoModuleFunction)
-	if !ok {
-		return nil, fmt.Errorf("wasi: %s is a %T, not a Go module function", name, def.GoFunction())
-	}
-	return fn, nil
+	return out, nil
 }

@@ -3,6 +3,7 @@
 package wasm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -39,13 +40,29 @@ func newCOWImage(snap []byte) (*cowImage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memfd_create: %w", err)
 	}
+	// Pages of zeros are left as holes, which read as zeros and take no
+	// memory: a Go guest's memory is mostly untouched heap.
+	if err := unix.Ftruncate(fd, int64(len(snap))); err != nil {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("size snapshot: %w", err)
+	}
 	for off := 0; off < len(snap); {
-		n, err := unix.Pwrite(fd, snap[off:], int64(off))
-		if err != nil {
-			_ = unix.Close(fd)
-			return nil, fmt.Errorf("write snapshot: %w", err)
+		if allZero(snap[off : off+pageSize]) {
+			off += pageSize
+			continue
 		}
-		off += n
+		end := off + pageSize
+		for end < len(snap) && !allZero(snap[end:end+pageSize]) {
+			end += pageSize
+		}
+		for off < end {
+			n, err := unix.Pwrite(fd, snap[off:end], int64(off))
+			if err != nil {
+				_ = unix.Close(fd)
+				return nil, fmt.Errorf("write snapshot: %w", err)
+			}
+			off += n
+		}
 	}
 	pm, err := unix.Open("/proc/self/pagemap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -53,6 +70,12 @@ func newCOWImage(snap []byte) (*cowImage, error) {
 	}
 	return &cowImage{fd: fd, size: len(snap), pagemap: pm}, nil
 }
+
+// zeroPage is a page of zeros, for allZero.
+var zeroPage [pageSize]byte
+
+// allZero reports whether the page p holds only zeros.
+func allZero(p []byte) bool { return bytes.Equal(p, zeroPage[:len(p)]) }
 
 // Bits of a /proc/self/pagemap entry (Documentation/admin-guide/mm/pagemap.rst).
 const (
@@ -112,6 +135,55 @@ func (im *cowImage) reset(b []byte) error {
 	}
 	return nil
 }
+
+// mapOnto maps the image privately at b's address, in place of what b
+// held; b must already hold the image's bytes, so the guest using b
+// sees no change. b is then a mapping like those of mapping.
+func (im *cowImage) mapOnto(b []byte) error {
+	im.mu.RLock()
+	defer im.mu.RUnlock()
+	if im.fd < 0 {
+		return errors.New("snapshot image closed")
+	}
+	if len(b) != im.size {
+		return fmt.Errorf("mapping of %d bytes for an image of %d", len(b), im.size)
+	}
+	_, err := unix.MmapPtr(im.fd, 0, unsafe.Pointer(&b[0]), uintptr(len(b)), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED)
+	if err != nil {
+		return fmt.Errorf("mmap snapshot in place: %w", err)
+	}
+	return nil
+}
+
+// view returns a read-only mapping of the image: the snapshot's bytes
+// without a copy.
+func (im *cowImage) view() ([]byte, error) {
+	im.mu.RLock()
+	defer im.mu.RUnlock()
+	if im.fd < 0 {
+		return nil, errors.New("snapshot image closed")
+	}
+	b, err := unix.Mmap(im.fd, 0, im.size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap snapshot view: %w", err)
+	}
+	return b, nil
+}
+
+// reserve returns n bytes of private anonymous memory whose pages are
+// committed only when touched: a linear memory that can grow to n
+// without moving.
+func reserve(n int) ([]byte, error) {
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, fmt.Errorf("reserve %d bytes: %w", n, err)
+	}
+	return b, nil
+}
+
+// release unmaps what reserve returned (with anything mapOnto mapped
+// into it).
+func release(b []byte) error { return unix.Munmap(b) }
 
 // unmap releases a mapping.
 func (im *cowImage) unmap(b []byte) error { return unix.Munmap(b) }

@@ -18,4 +18,18 @@ func (*cowImage) unmap([]byte) error       { return nil }
 func (*cowImage) written(_, scratch []byte) ([]byte, func(int) bool) {
 	return scratch, func(int) bool { return true }
 }
-func (*cowImage) close() error { return nil }
+func (*cowImage) close() error          { return nil }
+func (*cowImage) mapOnto([]byte) error  { return errors.New("unsupported") }
+func (*cowImage) view() ([]byte, error) { return nil, errors.New("unsupported") }
+func reserve(int) ([]byte, error)       { return nil, errors.New("parked commands need Linux") }
+func release([]byte) error              { return nil }
+
+// allZero reports whether p holds only zeros.
+func allZero(p []byte) bool {
+	for _, b := range p {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}

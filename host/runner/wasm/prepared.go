@@ -41,6 +41,20 @@ type prepared struct {
 	// fast is the pre-initialised state of a reactor tool (snapshot.go);
 	// nil for a command, which starts fresh from _start.
 	fast *fastPath
+	// command is the pool of parked instances of a command tool
+	// (park.go); nil for a reactor or a command that cannot be parked.
+	command *commandPath
+}
+
+// commandPath is what a command's parked instances share: the rewritten
+// module's global exports (rewriteCommand) and their pool.
+type commandPath struct {
+	globals []string
+	counter int
+	// fds is the number of descriptors every instance starts with
+	// (stdio, "/" and the mounts), for the fd check.
+	fds   uint32
+	slots *slotPool
 }
 
 func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []mount, mod wazero.CompiledModule) (*prepared, error) {
@@ -205,10 +219,11 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	if p.r.isClosed() {
 		return runner.Result{}, fmt.Errorf("wasm run %s: runner closed", p.toolID)
 	}
-	if p.fast != nil && p.fast.slots != nil {
-		// The fast path on a pooled instance (reuse.go); without a ready
-		// one, the call gets a fresh instance from the snapshot below.
-		if res, ok, err := p.fast.runReused(ctx, p, req); ok {
+	if sp := p.slots(); sp != nil {
+		// The fast path on a pooled instance (reuse.go, park.go);
+		// without a ready one, the call gets a fresh instance below
+		// (from the snapshot, or a command's from _start).
+		if res, ok, err := p.runReused(ctx, sp, req); ok {
 			return res, err
 		}
 	}
@@ -282,20 +297,30 @@ var _ runner.Closer = (*prepared)(nil)
 // PoolStats implements runner.Statser for tools with a pool of ready
 // instances (zero for the others).
 func (p *prepared) PoolStats() runner.PoolStats {
-	if p.fast == nil {
-		return runner.PoolStats{}
-	}
-	if p.fast.slots != nil {
-		sp := p.fast.slots
+	if sp := p.slots(); sp != nil {
 		h, m, d := sp.stats()
 		sp.mu.Lock()
 		live := sp.live
 		sp.mu.Unlock()
 		return runner.PoolStats{Hits: h, Misses: m, Discards: d, Waits: sp.waits.Load(), Ready: len(sp.ready), Instances: live}
 	}
+	if p.fast == nil {
+		return runner.PoolStats{}
+	}
 	if mp, ok := p.fast.pool.(*memoryPool); ok {
 		h, m := mp.stats()
 		return runner.PoolStats{Hits: h, Misses: m}
 	}
 	return runner.PoolStats{}
+}
+
+// slots is the tool's pool of reused instances, or nil.
+func (p *prepared) slots() *slotPool {
+	switch {
+	case p.command != nil:
+		return p.command.slots
+	case p.fast != nil:
+		return p.fast.slots
+	}
+	return nil
 }

@@ -50,7 +50,19 @@ func newReactorCache(dir string, discarded func(path, reason string)) *reactorCa
 // instrumented() (then stored in both; a failed disk write is not an
 // error). A refusal is not cached.
 func (c *reactorCache) rewrite(sum string, instrumented func() ([]byte, error)) (*reactorModule, error) {
+	return c.rewriteAs(false, sum, instrumented)
+}
+
+// rewriteCommand is rewrite for a command module (rewriteCommand).
+func (c *reactorCache) rewriteCommand(sum string, instrumented func() ([]byte, error)) (*reactorModule, error) {
+	return c.rewriteAs(true, sum, instrumented)
+}
+
+func (c *reactorCache) rewriteAs(command bool, sum string, instrumented func() ([]byte, error)) (*reactorModule, error) {
 	key := reactorKey(sum)
+	if command {
+		key = reactorKey("command:" + sum)
+	}
 	c.mu.Lock()
 	rm := c.mem[key]
 	c.mu.Unlock()
@@ -62,7 +74,7 @@ func (c *reactorCache) rewrite(sum string, instrumented func() ([]byte, error)) 
 		if err != nil {
 			return nil, err
 		}
-		if rm, err = rewriteReactor(code); err != nil {
+		if rm, err = rewriteModule(code, command); err != nil {
 			return nil, err
 		}
 		rm.digest = sha256.Sum256(rm.code)

@@ -57,6 +57,9 @@ type slot struct {
 	globals []api.MutableGlobal
 	call    api.Function
 	check   api.Function
+	// park is the goroutine and snapshot of a command's instance
+	// (park.go); nil for a reactor's, whose memory is mem.
+	park *parked
 	// charge is what the pool's budget holds for the instance; private
 	// is how many pages of its mapping its calls have written (counted
 	// at each restore).
@@ -73,6 +76,9 @@ type slotIO struct {
 	out    io.Writer
 	errOut io.Writer
 	sleep  sys.Nanosleep
+	// stray counts the bytes written while no call was attached (by a
+	// command's start-up).
+	stray atomic.Int64
 }
 
 // Read implements io.Reader (the guest's stdin).
@@ -102,6 +108,7 @@ func (w slotWriter) Write(p []byte) (int, error) {
 		dst = w.io.errOut
 	}
 	if dst == nil {
+		w.io.stray.Add(int64(len(p)))
 		return len(p), nil
 	}
 	return dst.Write(p)
@@ -251,6 +258,14 @@ func (p *prepared) newSlot(image *cowImage) (*slot, error) {
 	return s, nil
 }
 
+// snapshotSize is the size of the instance's memory at its snapshot.
+func (p *prepared) snapshotSize(s *slot) int {
+	if s.park != nil {
+		return s.park.size
+	}
+	return len(p.fast.memory)
+}
+
 // restoreMode is how a pooled instance's memory is reset after a call.
 type restoreMode int
 
@@ -311,6 +326,11 @@ func everyPage(int) bool { return true }
 // whole memory (see restoreMode) and every mutable global. clean has
 // checked that the memory did not grow.
 func (sp *slotPool) restore(s *slot) error {
+	if s.park != nil {
+		var err error
+		s.pagemap, s.private, err = s.park.restore(s.pagemap)
+		return err
+	}
 	fp := sp.p.fast
 	if len(s.mem.buf) != len(fp.memory) {
 		// The instance's memory was released under it (its module was
@@ -342,9 +362,22 @@ func (sp *slotPool) restore(s *slot) error {
 
 // clean reports whether a call left the instance reusable (see the file
 // comment); why says what was left behind otherwise.
-func (fp *fastPath) clean(s *slot) (ok bool, why string) {
-	if uint64(len(s.mem.buf)) != uint64(len(fp.memory)) || s.mem.orig == nil {
-		return false, "memory grew"
+func (p *prepared) clean(s *slot) (ok bool, why string) {
+	var fds uint32
+	if pk := s.park; pk != nil {
+		if pk.drift != "" {
+			return false, "the first resume differed from the snapshot: " + pk.drift
+		}
+		if len(pk.mem.buf) != pk.size {
+			return false, "memory grew"
+		}
+		fds = p.command.fds
+	} else {
+		fp := p.fast
+		if uint64(len(s.mem.buf)) != uint64(len(fp.memory)) || s.mem.orig == nil {
+			return false, "memory grew"
+		}
+		fds = fp.fds
 	}
 	if !s.fds.balanced() {
 		return false, "files left open: " + s.fds.String()
@@ -352,7 +385,7 @@ func (fp *fastPath) clean(s *slot) (ok bool, why string) {
 	if n := s.roots.count(); n > 2*(1+len(s.mounts.fss)) {
 		return false, fmt.Sprintf("%d mount roots left open", n)
 	}
-	res, err := s.check.Call(context.Background(), uint64(fp.fds))
+	res, err := s.check.Call(context.Background(), uint64(fds))
 	if err != nil || len(res) != 1 {
 		return false, fmt.Sprintf("fd check failed: %v", err)
 	}
@@ -364,11 +397,11 @@ func (fp *fastPath) clean(s *slot) (ok bool, why string) {
 
 // runReused serves one call on a pooled instance. It reports ok false,
 // having done nothing, when no instance is ready.
-func (fp *fastPath) runReused(ctx context.Context, p *prepared, req runner.Request) (res runner.Result, ok bool, err error) {
+func (p *prepared) runReused(ctx context.Context, sp *slotPool, req runner.Request) (res runner.Result, ok bool, err error) {
 	// Run guest code in turn with the other callers (admit.go).
 	turn := p.r.pools.gate.enter(ctx)
 	defer turn.leave()
-	s := fp.slots.take(ctx)
+	s := sp.take(ctx)
 	if s == nil {
 		return runner.Result{}, false, nil
 	}
@@ -381,7 +414,12 @@ func (fp *fastPath) runReused(ctx context.Context, p *prepared, req runner.Reque
 	s.mounts.denials.Reset(c.logs.Add)
 	c.stdout = limitio.NewWriter(p.limits.MaxOutputBytes, func() { stop(errOutputLimit) })
 	c.memory = &memoryCap{limit: p.limits.MemoryBytes}
-	s.mem.cap = c.memory
+	size := p.snapshotSize(s)
+	if s.park != nil {
+		s.park.mem.cap = c.memory
+	} else {
+		s.mem.cap = c.memory
+	}
 	s.fds.reset()
 	// The meter's budget: the deadline always, fuel when limited.
 	c.budget = &meter.Budget{Fuel: p.limits.Fuel}
@@ -397,12 +435,16 @@ func (fp *fastPath) runReused(ctx context.Context, p *prepared, req runner.Reque
 
 	var runErr error
 	ran, returned := false, false
-	if !c.memory.grow(uint64(len(fp.memory))) {
+	if !c.memory.grow(uint64(size)) {
 		// The snapshot alone is above this call's cap, as a command's
 		// initial memory can be: stopped before the guest runs.
 		stop(errMemoryLimit)
 	} else {
-		returned, runErr = callExport(ctx, s.call)
+		if s.park != nil {
+			returned, runErr = s.park.call(ctx)
+		} else {
+			returned, runErr = callExport(ctx, s.call)
+		}
 		ran = true
 	}
 	stopped := context.Cause(ctx)
@@ -410,7 +452,11 @@ func (fp *fastPath) runReused(ctx context.Context, p *prepared, req runner.Reque
 	s.io.in, s.io.out, s.io.errOut, s.io.sleep = nil, nil, nil, nil
 	reuse, why := false, "the call did not return"
 	if ran && stopped == nil && returned {
-		reuse, why = fp.clean(s)
+		reuse, why = p.clean(s)
+	}
+	if s.park != nil && ran && stopped == nil && (!returned && runErr == nil || s.park.drift != "") {
+		// Every instance of the tool would do the same: stop parking.
+		sp.disable(why)
 	}
 	s.roots.release()
 	if err := c.close(); err != nil {
@@ -421,7 +467,7 @@ func (fp *fastPath) runReused(ctx context.Context, p *prepared, req runner.Reque
 	if ran && !reuse {
 		p.logger.Debug("pooled instance discarded", "reason", why)
 	}
-	fp.slots.giveBack(s, reuse || !ran)
+	sp.giveBack(s, reuse || !ran)
 	if err != nil {
 		return runner.Result{}, true, fmt.Errorf("wasm run %s: %w", p.toolID, err)
 	}

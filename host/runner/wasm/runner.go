@@ -213,6 +213,9 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 		}
 		return p, nil
 	}
+	if p, err := r.prepareCommand(ctx, tool, grant, mounts, sum, code); err != nil || p != nil {
+		return p, err
+	}
 	// Every tool runs instrumented: the meter is how a call is stopped at
 	// its deadline, and counts fuel (interrupt.go).
 	if code, sum, err = r.instrument(code, sum); err != nil {

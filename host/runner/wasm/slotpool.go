@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,11 @@ const startTarget = 2
 // rounded up.
 const instanceOverhead = 192 << 10
 
+// parkGuess is the first guess of what a parked command instance holds
+// beyond instanceOverhead (its image and written pages; park.go), until
+// one has parked: about what a small Go command's holds.
+const parkGuess = 2 << 20
+
 // slotPool is the pool of ready instances of one reusable tool.
 type slotPool struct {
 	p      *prepared
@@ -95,16 +101,26 @@ func (ps *pools) newSlotPool(p *prepared) *slotPool {
 		target: startTarget,
 	}
 	sp.mode = ps.restore
-	if sp.mode == restoreCopy {
+	switch {
+	case p.command != nil:
+		// Each parked instance has its own image (park.go); a first
+		// guess of its charge until one has parked.
+		sp.estimate = instanceOverhead + parkGuess
+	case sp.mode == restoreCopy:
 		sp.logger.Debug("pool: instances in heap buffers", "reason", "configured")
-	} else if im, err := newCOWImage(p.fast.memory); err == nil {
-		sp.image = im
-	} else {
-		sp.mode = restoreCopy
-		sp.logger.Debug("pool: instances in heap buffers", "reason", err)
+	default:
+		if im, err := newCOWImage(p.fast.memory); err == nil {
+			sp.image = im
+		} else {
+			sp.mode = restoreCopy
+			sp.logger.Debug("pool: instances in heap buffers", "reason", err)
+		}
 	}
-	sp.estimate = instanceOverhead + uint64(len(p.fast.memory))
-	if sp.image != nil {
+	switch {
+	case p.command != nil:
+	case sp.image == nil:
+		sp.estimate = instanceOverhead + uint64(len(p.fast.memory))
+	default:
 		// A first guess until a call has run: an eighth of the snapshot
 		// (a Go tool writes 3–10% of it per call).
 		sp.estimate = instanceOverhead + uint64(len(p.fast.memory))/8
@@ -143,10 +159,13 @@ func (sp *slotPool) reset(s *slot) {
 
 // recharge charges s what it holds now (see the file comment).
 func (sp *slotPool) recharge(s *slot) {
-	if sp.image == nil || s.mapping == nil {
+	held := instanceOverhead + uint64(s.private)*pageSize
+	switch {
+	case s.park != nil:
+		held += s.park.held
+	case sp.image == nil || s.mapping == nil:
 		return
 	}
-	held := instanceOverhead + uint64(s.private)*pageSize
 	if held <= s.charge {
 		return
 	}
@@ -175,14 +194,17 @@ func (sp *slotPool) fill() {
 			return
 		}
 		t0 := time.Now()
-		s, err := sp.p.newSlot(sp.image)
+		s, err := sp.make()
 		movingMean(&sp.makeNs, time.Since(t0))
 		sp.mu.Lock()
 		if err != nil || sp.closed {
 			sp.failed = sp.failed || err != nil
 			sp.mu.Unlock()
 			sp.owner.free(cost)
-			if err != nil {
+			var np *errNotParkable
+			if errors.As(err, &np) {
+				sp.logger.Debug("pool: the command is not parked; its calls start it afresh", "reason", np.why)
+			} else if err != nil {
 				sp.logger.Warn("pool: cannot make an instance", "error", err)
 			} else {
 				sp.discard(s)
@@ -193,6 +215,28 @@ func (sp *slotPool) fill() {
 		sp.live++
 		sp.mu.Unlock()
 		sp.ready <- s
+	}
+}
+
+// make makes one instance: a parked command instance or a reactor's
+// instance from the snapshot.
+func (sp *slotPool) make() (*slot, error) {
+	if sp.p.command != nil {
+		return sp.p.newParkedSlot()
+	}
+	return sp.p.newSlot(sp.image)
+}
+
+// disable stops the pool from making instances (why says what every
+// instance of the tool would do); the calls take the fresh-instance path
+// once the instances it has are gone.
+func (sp *slotPool) disable(why string) {
+	sp.mu.Lock()
+	was := sp.failed
+	sp.failed = true
+	sp.mu.Unlock()
+	if !was {
+		sp.logger.Debug("pool: stopped making instances", "reason", why)
 	}
 }
 
@@ -401,6 +445,12 @@ func (sp *slotPool) closeImage() {
 
 // discard closes an instance and its mounts, and unmaps its memory.
 func (sp *slotPool) discard(s *slot) {
+	if s.park != nil {
+		// The goroutine ends first; closing the module releases the
+		// memory (its mapping included).
+		s.park.stop()
+		s.mapping = nil
+	}
 	sp.p.closeModule(s.mod)
 	s.roots.release()
 	for _, fs := range s.mounts.fss {

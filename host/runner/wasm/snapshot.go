@@ -110,7 +110,17 @@ func isReactor(code []byte) bool {
 // It refuses what a snapshot cannot capture: an imported memory or
 // mutable global, passive data segments and data segments placed by a
 // global.
-func rewriteReactor(code []byte) (*reactorModule, error) {
+func rewriteReactor(code []byte) (*reactorModule, error) { return rewriteModule(code, false) }
+
+// rewriteCommand decodes a command module and returns the form a parked
+// instance runs (park.go): every mutable global exported and the fd check
+// added. The data segments stay (a parked instance starts from _start);
+// initial is empty. It refuses what a snapshot cannot capture, as
+// rewriteReactor does.
+func rewriteCommand(code []byte) (*reactorModule, error) { return rewriteModule(code, true) }
+
+// rewriteModule is rewriteReactor, or rewriteCommand when command.
+func rewriteModule(code []byte, command bool) (*reactorModule, error) {
 	m, err := binary.DecodeModule(code, wabin.CoreFeaturesV2)
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
@@ -119,34 +129,22 @@ func rewriteReactor(code []byte) (*reactorModule, error) {
 	for _, im := range m.ImportSection {
 		switch im.Type {
 		case wabin.ExternTypeMemory:
-			return nil, errors.New("a reactor with an imported memory cannot be pre-initialised")
+			return nil, errors.New("a module with an imported memory cannot be snapshotted")
 		case wabin.ExternTypeGlobal:
 			if im.DescGlobal != nil && im.DescGlobal.Mutable {
-				return nil, fmt.Errorf("a reactor importing the mutable global %s.%s cannot be pre-initialised", im.Module, im.Name)
+				return nil, fmt.Errorf("a module importing the mutable global %s.%s cannot be snapshotted", im.Module, im.Name)
 			}
 			importedGlobals++
 		}
 	}
 	if m.MemorySection == nil {
-		return nil, errors.New("a reactor without a memory cannot be pre-initialised")
+		return nil, errors.New("a module without a memory cannot be snapshotted")
 	}
-	initial := make([]byte, uint64(m.MemorySection.Min)<<16)
-	for i, d := range m.DataSection {
-		if d.OffsetExpression == nil {
-			return nil, fmt.Errorf("data segment %d is passive: a reactor with passive data cannot be pre-initialised", i)
+	var initial []byte
+	if !command {
+		if initial, err = initialMemory(m); err != nil {
+			return nil, err
 		}
-		if d.OffsetExpression.Opcode != wabin.OpcodeI32Const {
-			return nil, fmt.Errorf("data segment %d is not placed by an i32.const", i)
-		}
-		off, _, err := leb128.DecodeInt32(bytes.NewReader(d.OffsetExpression.Data))
-		if err != nil {
-			return nil, fmt.Errorf("data segment %d offset: %w", i, err)
-		}
-		end := uint64(uint32(off)) + uint64(len(d.Init))
-		if end > uint64(len(initial)) {
-			return nil, fmt.Errorf("data segment %d ends at %d, past the initial memory of %d bytes", i, end, len(initial))
-		}
-		copy(initial[uint32(off):], d.Init)
 	}
 	counter := -1
 	counterIndex := uint32(math.MaxUint32)
@@ -176,11 +174,36 @@ func rewriteReactor(code []byte) (*reactorModule, error) {
 		globals = append(globals, name)
 		m.ExportSection = append(m.ExportSection, &wabin.Export{Type: wabin.ExternTypeGlobal, Name: name, Index: idx})
 	}
-	m.DataSection = nil
-	m.DataCountSection = nil
+	if !command {
+		m.DataSection = nil
+		m.DataCountSection = nil
+	}
 	mutates, err := mutatesTables(m)
 	reusable := err == nil && !mutates && addFdCheck(m)
 	return &reactorModule{code: binary.EncodeModule(m), initial: initial, globals: globals, counter: counter, reusable: reusable}, nil
+}
+
+// initialMemory is the linear memory a module's data segments describe.
+func initialMemory(m *wabin.Module) ([]byte, error) {
+	initial := make([]byte, uint64(m.MemorySection.Min)<<16)
+	for i, d := range m.DataSection {
+		if d.OffsetExpression == nil {
+			return nil, fmt.Errorf("data segment %d is passive: a reactor with passive data cannot be pre-initialised", i)
+		}
+		if d.OffsetExpression.Opcode != wabin.OpcodeI32Const {
+			return nil, fmt.Errorf("data segment %d is not placed by an i32.const", i)
+		}
+		off, _, err := leb128.DecodeInt32(bytes.NewReader(d.OffsetExpression.Data))
+		if err != nil {
+			return nil, fmt.Errorf("data segment %d offset: %w", i, err)
+		}
+		end := uint64(uint32(off)) + uint64(len(d.Init))
+		if end > uint64(len(initial)) {
+			return nil, fmt.Errorf("data segment %d ends at %d, past the initial memory of %d bytes", i, end, len(initial))
+		}
+		copy(initial[uint32(off):], d.Init)
+	}
+	return initial, nil
 }
 
 // addFdCheck appends and exports the fd check function (exportFdCheck)
@@ -418,6 +441,9 @@ func (p *prepared) allocator(c *call) experimental.MemoryAllocator {
 // budget). Calls still running finish normally; later calls copy the
 // snapshot per call. The host calls it when it unloads the tool.
 func (p *prepared) Close() error {
+	if p.command != nil {
+		p.command.slots.close()
+	}
 	if p.fast == nil {
 		return nil
 	}
