@@ -30,7 +30,7 @@ func Reuses(p runner.Prepared) bool {
 
 // SlotStats returns p's instance pool hits, misses and discards.
 func SlotStats(p runner.Prepared) (hits, misses, discards uint64) {
-	return p.(*prepared).fast.slots.stats()
+	return p.(*prepared).slots().stats()
 }
 
 // NextMemory takes a buffer from p's pool, as the next call would get
@@ -64,7 +64,7 @@ func SetDropRestore(r *Runner) { r.pools.restore = restoreDrop }
 // WaitReady waits until p's pool has an instance ready, for up to a
 // minute, and reports whether it has.
 func WaitReady(p runner.Prepared) bool {
-	sp := p.(*prepared).fast.slots
+	sp := p.(*prepared).slots()
 	for range 6000 {
 		if len(sp.ready) > 0 {
 			return true
@@ -77,7 +77,7 @@ func WaitReady(p runner.Prepared) bool {
 // WaitFull asks p's pool for PoolTarget instances, waits until it holds
 // them ready, for up to a minute, and reports whether it does.
 func WaitFull(p runner.Prepared) bool {
-	sp := p.(*prepared).fast.slots
+	sp := p.(*prepared).slots()
 	for range PoolTarget {
 		sp.want()
 	}
@@ -95,18 +95,18 @@ func Rebalance(r *Runner) { r.pools.rebalance() }
 
 // PoolLive returns how many instances p's pool has and wants.
 func PoolLive(p runner.Prepared) (live, target int) {
-	sp := p.(*prepared).fast.slots
+	sp := p.(*prepared).slots()
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	return sp.live, sp.target
 }
 
 // PoolWaits returns how many calls of p waited for an instance.
-func PoolWaits(p runner.Prepared) uint64 { return p.(*prepared).fast.slots.waits.Load() }
+func PoolWaits(p runner.Prepared) uint64 { return p.(*prepared).slots().waits.Load() }
 
 // InstanceCharge returns what p's pool charges a new instance now.
 func InstanceCharge(p runner.Prepared) uint64 {
-	sp := p.(*prepared).fast.slots
+	sp := p.(*prepared).slots()
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	return sp.estimate
@@ -114,3 +114,28 @@ func InstanceCharge(p runner.Prepared) uint64 {
 
 // InstanceOverhead is the fixed part of an instance's charge.
 const InstanceOverhead = instanceOverhead
+
+// Parks reports whether p is a command whose instances are parked.
+func Parks(p runner.Prepared) bool {
+	pp, ok := p.(*prepared)
+	return ok && pp.command != nil
+}
+
+// WaitParked waits, for up to a minute, until p's pool has an instance
+// ready or has stopped making them, and reports whether one is ready.
+func WaitParked(p runner.Prepared) bool {
+	sp := p.(*prepared).slots()
+	for range 6000 {
+		if len(sp.ready) > 0 {
+			return true
+		}
+		sp.mu.Lock()
+		failed := sp.failed
+		sp.mu.Unlock()
+		if failed {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}

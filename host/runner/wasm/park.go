@@ -167,7 +167,7 @@ func (m *parkMemory) Allocate(uint64, uint64) experimental.LinearMemory { return
 
 // Reallocate implements experimental.LinearMemory.
 func (m *parkMemory) Reallocate(size uint64) []byte {
-	if size > uint64(len(m.region)) || !m.cap.grow(size) {
+	if !m.cap.grow(size) || size > uint64(len(m.region)) {
 		if m.buf != nil {
 			return nil
 		}

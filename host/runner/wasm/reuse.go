@@ -135,7 +135,13 @@ type countingFS struct {
 // OpenFile implements experimentalsys.FS.
 func (c *countingFS) OpenFile(path string, flag experimentalsys.Oflag, perm iofs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
 	if path == "." {
-		return openRootDir(c.FS, flag, perm, c.roots)
+		// A failed open returns a nil interface, not a nil *rootDir:
+		// wazero keeps what it gets and would close it.
+		d, errno := openRootDir(c.FS, flag, perm, c.roots)
+		if errno != 0 {
+			return nil, errno
+		}
+		return d, 0
 	}
 	f, errno := c.FS.OpenFile(path, flag, perm)
 	if errno != 0 {

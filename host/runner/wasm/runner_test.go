@@ -128,31 +128,48 @@ func TestAdversarial(t *testing.T) {
 		{name: "go memory bomb", guest: probe, input: ops(true, `{"op":"alloc","mb":4}`), edit: func(g *policy.Grant) { g.Limits.MemoryBytes = 48 << 20 }, want: abi.CodeMemoryLimit},
 		{name: "go sleep past timeout", guest: probe, input: ops(true, `{"op":"sleep","ms":60000}`), edit: func(g *policy.Grant) { g.Limits.Timeout = 3 * time.Second }, want: abi.CodeTimeout},
 	}
-	r := newRunner(t)
-	e := newEnv(t)
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := prepare(t, r, tc.guest(t), e, tc.edit)
-			input, benign := tc.input, tc.benign
-			if input == "" {
-				input, benign = "{}", benignWAT
-			}
-			if benign == "" {
-				benign = `{"ops":[]}`
-			}
-			res := run(t, p, input)
-			if code(res) != tc.want {
-				t.Fatalf("code %q (%v), want %q; logs %q", code(res), res.Err, tc.want, res.Logs)
-			}
-			if tc.message != "" && !strings.Contains(res.Err.Message, tc.message) {
-				t.Errorf("message %q does not contain %q", res.Err.Message, tc.message)
-			}
-			if tc.check != nil {
-				tc.check(t, res)
-			}
-			next := run(t, p, benign)
-			if next.Err != nil {
-				t.Fatalf("next call failed: %v (logs %q)", next.Err, next.Logs)
+	// Each case runs on a fresh instance (plain) and, with a pool
+	// budget, on a parked one where the guest can be parked (the Go
+	// guest; the WAT guests do not read stdin again after EINTR).
+	for _, mode := range []struct {
+		name   string
+		budget uint64
+	}{{"plain", 0}, {"parked", 64 << 20}} {
+		t.Run(mode.name, func(t *testing.T) {
+			e := newEnv(t)
+			r := newPoolRunner(t, mode.budget)
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					module := tc.guest(t)
+					p := prepare(t, r, module, e, tc.edit)
+					if mode.budget > 0 {
+						parked := wasm.Parks(p) && wasm.WaitParked(p)
+						if goModule := strings.HasPrefix(filepath.Base(module), "goprobe"); parked != goModule {
+							t.Fatalf("parked %v for %s", parked, filepath.Base(module))
+						}
+					}
+					input, benign := tc.input, tc.benign
+					if input == "" {
+						input, benign = "{}", benignWAT
+					}
+					if benign == "" {
+						benign = `{"ops":[]}`
+					}
+					res := run(t, p, input)
+					if code(res) != tc.want {
+						t.Fatalf("code %q (%v), want %q; logs %q", code(res), res.Err, tc.want, res.Logs)
+					}
+					if tc.message != "" && !strings.Contains(res.Err.Message, tc.message) {
+						t.Errorf("message %q does not contain %q", res.Err.Message, tc.message)
+					}
+					if tc.check != nil {
+						tc.check(t, res)
+					}
+					next := run(t, p, benign)
+					if next.Err != nil {
+						t.Fatalf("next call failed: %v (logs %q)", next.Err, next.Logs)
+					}
+				})
 			}
 		})
 	}
