@@ -182,14 +182,11 @@ func (m *parkMemory) Reallocate(size uint64) []byte {
 	return m.buf
 }
 
-// Free implements experimental.LinearMemory: the reservation is released
-// with the instance.
-func (m *parkMemory) Free() {
-	if m.region != nil {
-		_ = release(m.region)
-	}
-	m.region, m.buf = nil, nil
-}
+// Free implements experimental.LinearMemory. The reservation stays
+// mapped: wazero frees the memory of an instance its runtime closes even
+// while the guest still runs on it, so the reservation is released only
+// once the instance's goroutine has ended (parked.release).
+func (m *parkMemory) Free() { m.buf = nil }
 
 // prepareCommand prepares a command tool whose instances can be parked:
 // its module rewritten (rewriteCommand, cached like a reactor's) and a
@@ -267,7 +264,7 @@ func (p *prepared) newParkedSlot() (*slot, error) {
 	bootCtx := meter.WithBudget(ctx, &meter.Budget{})
 	mod, err := p.r.rt.InstantiateModule(experimental.WithMemoryAllocator(bootCtx, mem), p.compiled, cfg)
 	if err != nil {
-		mem.Free()
+		_ = release(region)
 		return nil, err
 	}
 	s.mod = mod
@@ -275,6 +272,7 @@ func (p *prepared) newParkedSlot() (*slot, error) {
 		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
 		if !ok {
 			p.closeModule(mod)
+			_ = release(region)
 			return nil, fmt.Errorf("global export %s is not mutable", name)
 		}
 		pk.globals = append(pk.globals, g)
@@ -284,6 +282,7 @@ func (p *prepared) newParkedSlot() (*slot, error) {
 	start := mod.ExportedFunction("_start")
 	if s.check == nil || start == nil {
 		p.closeModule(mod)
+		_ = release(region)
 		return nil, fmt.Errorf("instance lacks _start or %s", exportFdCheck)
 	}
 	pk.ctx = &switchContext{base: experimental.WithSnapshotter(wasiguard.WithHooks(context.Background(), pk)), cur: bootCtx}
@@ -291,6 +290,7 @@ func (p *prepared) newParkedSlot() (*slot, error) {
 	if err := <-pk.booted; err != nil {
 		pk.stop()
 		p.closeModule(mod)
+		pk.release()
 		return nil, err
 	}
 	s.mapping = pk.buf()
@@ -347,8 +347,12 @@ func (pk *parked) Read(ctx context.Context, mod api.Module, stack []uint64) bool
 		if !ok {
 			pk.exit(ctx, mod)
 		}
-		pk.cur, pk.state = next, parkRunning
-		return false
+		// Every call, the first included, starts by the retried read,
+		// so a call's work (and fuel) does not depend on which call of
+		// the instance it is.
+		pk.cur, pk.state = next, parkResumed
+		pk.snap.Restore([]uint64{errnoIntr})
+		return true // not reached
 	case parkResumed:
 		if !pk.checked {
 			pk.checked = true
@@ -497,14 +501,22 @@ func (pk *parked) restore(scratch []byte) (pagemap []byte, private int, err erro
 	return pagemap, private, nil
 }
 
-// stop ends the instance's goroutine and waits for it; the memory and the
-// image are released. Idempotent.
+// stop ends the instance's goroutine and waits for it. Idempotent.
 func (pk *parked) stop() {
 	select {
 	case <-pk.done:
 	default:
 		close(pk.calls)
 		<-pk.done
+	}
+}
+
+// release unmaps the memory and the snapshot, once the goroutine has ended
+// and the module is closed. Idempotent.
+func (pk *parked) release() {
+	if pk.mem.region != nil {
+		_ = release(pk.mem.region)
+		pk.mem.region, pk.mem.buf = nil, nil
 	}
 	if pk.view != nil {
 		_ = pk.image.unmap(pk.view)

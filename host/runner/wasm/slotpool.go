@@ -446,9 +446,11 @@ func (sp *slotPool) closeImage() {
 // discard closes an instance and its mounts, and unmaps its memory.
 func (sp *slotPool) discard(s *slot) {
 	if s.park != nil {
-		// The goroutine ends first; closing the module releases the
-		// memory (its mapping included).
+		// The goroutine ends first, then the module is closed, then
+		// the memory (its mapping included) is unmapped.
 		s.park.stop()
+		sp.p.closeModule(s.mod)
+		s.park.release()
 		s.mapping = nil
 	}
 	sp.p.closeModule(s.mod)
