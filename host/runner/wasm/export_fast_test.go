@@ -139,3 +139,6 @@ func WaitParked(p runner.Prepared) bool {
 	}
 	return false
 }
+
+// ParkRetire is how many calls a parked instance serves.
+const ParkRetire = parkRetire

@@ -58,6 +58,13 @@ import (
 // errnoIntr is WASI's EINTR.
 const errnoIntr = 27
 
+// parkRetire is how many calls a parked instance serves before it is
+// replaced. Each call takes a new stack snapshot, and wazero makes each
+// snapshot's copy of the stack 16 bytes longer than the stack it copies;
+// replacing the instance (one start-up, a few milliseconds in the
+// background) bounds that growth to 16 KiB.
+const parkRetire = 1024
+
 // errNotParkable says why a command's instance cannot be parked.
 type errNotParkable struct{ why string }
 
@@ -101,6 +108,7 @@ type parked struct {
 	image  *cowImage
 	view   []byte
 	mem    *parkMemory
+	served int // calls handed to the instance
 	values []uint64
 	// counter is the index of the meter's fuel counter in values, or -1.
 	counter int
@@ -462,6 +470,7 @@ func (pk *parked) compare() string {
 // the guest exited through proc_exit and is parked again.
 func (pk *parked) call(ctx context.Context) (returned bool, err error) {
 	c := &parkCall{done: make(chan struct{})}
+	pk.served++
 	pk.ctx.cur = ctx
 	select {
 	case pk.calls <- c:

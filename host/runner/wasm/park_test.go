@@ -254,3 +254,19 @@ func TestParked_cancelAndClose(t *testing.T) {
 		t.Fatalf("call after Close: %v", res.Err)
 	}
 }
+
+// TestParked_retire: an instance is replaced after wasm.ParkRetire calls
+// (the calls spread over up to PoolTarget instances)
+// (each call's stack snapshot is slightly larger than the last).
+func TestParked_retire(t *testing.T) {
+	_, p, _ := parkedTool(t, "goecho", nil)
+	for range wasm.ParkRetire*wasm.PoolTarget + 200 {
+		if res := run(t, p, `{}`); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	hits, _, discards := wasm.SlotStats(p)
+	if discards == 0 || hits < wasm.ParkRetire*wasm.PoolTarget {
+		t.Fatalf("%d parked calls, %d instances replaced; want one replaced after %d calls", hits, discards, wasm.ParkRetire)
+	}
+}

@@ -377,6 +377,9 @@ func (p *prepared) clean(s *slot) (ok bool, why string) {
 		if len(pk.mem.buf) != pk.size {
 			return false, "memory grew"
 		}
+		if pk.served >= parkRetire {
+			return false, fmt.Sprintf("retired after %d calls", pk.served)
+		}
 		fds = p.command.fds
 	} else {
 		fp := p.fast
