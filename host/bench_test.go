@@ -3,12 +3,15 @@ package host_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
@@ -87,6 +90,24 @@ func BenchmarkHostOverhead(b *testing.B) {
 	})
 }
 
+// buildEchoCommand builds plugins/echo as a plain wasi command (not the
+// toolpack's reactor build) and returns the module.
+func buildEchoCommand(b *testing.B) []byte {
+	b.Helper()
+	wasmPath := filepath.Join(b.TempDir(), "echo.wasm")
+	build := exec.Command("go", "build", "-trimpath", "-o", wasmPath, "./plugins/echo")
+	build.Dir = hosttest.Root(b)
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build echo command: %v\n%s", err, out)
+	}
+	wasmBytes, err := os.ReadFile(wasmPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return wasmBytes
+}
+
 // BenchmarkEcho compares one echo call through the host with raw wazero
 // (fresh instance of the same Go guest) and a python3 subprocess doing the
 // same work, and an Exec of one call against the bare Call.
@@ -113,20 +134,45 @@ func BenchmarkEcho(b *testing.B) {
 			}
 		}
 	})
-	b.Run("raw-wazero/fresh", func(b *testing.B) {
-		// The toolpack's echo is a reactor build (the fast path); raw
-		// wazero runs the same plugin built as a plain command.
-		wasmPath := filepath.Join(b.TempDir(), "echo.wasm")
-		build := exec.Command("go", "build", "-trimpath", "-o", wasmPath, "./plugins/echo")
-		build.Dir = hosttest.Root(b)
-		build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-		if out, err := build.CombinedOutput(); err != nil {
-			b.Fatalf("build echo command: %v\n%s", err, out)
+	b.Run("host/Call-command", func(b *testing.B) {
+		// The same plugin built as a plain command, in a toolpack of its
+		// own: its pooled instances are parked at the first read of
+		// stdin.
+		dir := b.TempDir()
+		wasmBytes := buildEchoCommand(b)
+		if err := os.WriteFile(filepath.Join(dir, "echo.wasm"), wasmBytes, 0o644); err != nil {
+			b.Fatal(err)
 		}
-		wasmBytes, err := os.ReadFile(wasmPath)
+		man, err := os.ReadFile(filepath.Join(hosttest.Toolpacks(b), "core", "echo.tool.json"))
 		if err != nil {
 			b.Fatal(err)
 		}
+		var m map[string]any
+		if err := json.Unmarshal(man, &m); err != nil {
+			b.Fatal(err)
+		}
+		sum := sha256.Sum256(wasmBytes)
+		m["toolId"] = "cmd:echo"
+		m["handler"].(map[string]any)["sha256"] = hex.EncodeToString(sum[:])
+		man, _ = json.Marshal(m)
+		if err := os.WriteFile(filepath.Join(dir, "echo.tool.json"), man, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		hc := hosttest.NewHost(b, nil, dir)
+		if env := hc.Call(ctx, "cmd:echo", args); env.Error != nil {
+			b.Fatal(env.Error)
+		}
+		time.Sleep(100 * time.Millisecond) // the pool parks its first instances
+		for b.Loop() {
+			if env := hc.Call(ctx, "cmd:echo", args); env.Error != nil {
+				b.Fatal(env.Error)
+			}
+		}
+	})
+	b.Run("raw-wazero/fresh", func(b *testing.B) {
+		// The toolpack's echo is a reactor build (the fast path); raw
+		// wazero runs the same plugin built as a plain command.
+		wasmBytes := buildEchoCommand(b)
 		cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(hosttest.CacheDir(b), "wazero"))
 		if err != nil {
 			b.Fatal(err)

@@ -42,7 +42,7 @@ func Run[In, Out any](fn func(ctx context.Context, in In) (Out, error)) {
 	if register(h, warmTypes[In, Out]) {
 		return
 	}
-	os.Exit(serve(context.Background(), os.Stdin, os.Stdout, h))
+	os.Exit(serve(context.Background(), commandStdin(warmTypes[In, Out]), os.Stdout, h))
 }
 
 // Errorf returns an error carrying code, for a tool that wants a code other

@@ -3,9 +3,12 @@
 package guest
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"os"
 	"runtime"
+	"syscall"
 	_ "unsafe" // for go:linkname
 
 	"github.com/agenthost/agenthost/abi"
@@ -70,6 +73,35 @@ func agenthostWarm() {
 	runtime.GC()
 	warm()
 }
+
+// commandStdin is a command build's stdin. A host that parks commands
+// (docs/ABI.md, "Plain commands") answers the first read of stdin with
+// EINTR and parks the command at the read that follows, then starts
+// every call from there. The SDK takes the EINTR as the sign to warm up
+// first, as agenthost_warm does for a reactor, so the parked state is
+// warm; on any other host the first read returns data and nothing extra
+// runs.
+func commandStdin(warmTypes func()) io.Reader {
+	var first [512]byte
+	n, err := syscall.Read(0, first[:])
+	switch {
+	case err == syscall.EINTR:
+		warmTypes()
+		runtime.GC()
+		warm()
+		return os.Stdin
+	case err != nil:
+		return io.MultiReader(errReader{err})
+	case n == 0:
+		return bytes.NewReader(nil)
+	}
+	return io.MultiReader(bytes.NewReader(first[:n]), os.Stdin)
+}
+
+// errReader fails every read with its error.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // warmStack is how much stack warm grows the calling goroutine to.
 const warmStack = 32 << 10

@@ -24,15 +24,30 @@ type path struct {
 	mode   string // modeCommand or modeReactor
 	budget uint64 // pool budget of the runner
 	reuse  bool   // instances are reused
+	park   bool   // a command whose instances are parked (park.go)
 }
 
-// paths are the three ways: the slow path (a command), the fast path with
+// paths are the four ways: the slow path (a command), the fast path with
 // a fresh instance per call (no pool budget), the fast path on reused
-// pooled instances.
+// pooled instances, and the command build on parked pooled instances.
 var paths = []path{
 	{name: "slow", mode: modeCommand},
+	{name: "command-parked", mode: modeCommand, budget: 64 << 20, park: true},
 	{name: "fast-fresh", mode: modeReactor},
 	{name: "fast-reused", mode: modeReactor, budget: 64 << 20, reuse: true},
+}
+
+// waitParked waits until a parked path's tool has a parked instance, so
+// the calls that follow run on one; want says whether the tool can be
+// parked at all.
+func waitParked(t *testing.T, pa path, p runner.Prepared, want bool) {
+	t.Helper()
+	if !pa.park {
+		return
+	}
+	if got := wasm.Parks(p) && wasm.WaitParked(p); got != want {
+		t.Fatalf("parked %v, want %v", got, want)
+	}
 }
 
 // probeOut is the probe guest's answer.
@@ -149,6 +164,7 @@ func TestBothPaths(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					waitParked(t, pa, p, tc.name != "snapshot above the memory cap")
 					res := run(t, p, tc.input)
 					if code(res) != tc.want {
 						t.Fatalf("code %q (%v), want %q; logs %q", code(res), res.Err, tc.want, res.Logs)
@@ -186,6 +202,7 @@ func TestNoLeak(t *testing.T) {
 		t.Run(pa.name, func(t *testing.T) {
 			r := newPoolRunner(t, pa.budget)
 			p := prepare(t, r, probeGuest(t, pa.mode), e, nil)
+			waitParked(t, pa, p, true)
 			for i := range 6 {
 				secret := randomSecret(t)
 				remember := `{"op":"remember","secret":"` + secret + `"}`
@@ -366,6 +383,7 @@ func TestFastPath_argsAndEnv(t *testing.T) {
 				g.Config = map[string]string{"mode": "x"}
 				g.Env = map[string]string{"GREETING": "hi"}
 			})
+			waitParked(t, pa, p, true)
 			o := decodeProbe(t, run(t, p, `{"op":"echo"}`))
 			if strings.Join(o.Args, " ") != "test:guest --mode=x" || strings.Join(o.Env, " ") != "GREETING=hi" {
 				t.Fatalf("args %q env %q", o.Args, o.Env)

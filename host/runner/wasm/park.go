@@ -23,40 +23,45 @@ import (
 // Parked commands (docs/POOLS.md, "Commands"). A plain wasi-command tool
 // (a Go program reading its arguments from stdin, without the guest SDK)
 // spends most of a call starting its runtime. Its pooled instances are
-// started once and parked at the first read of stdin, and every call
-// resumes one from there:
+// started once and parked at a read of stdin, and every call resumes one
+// from there:
 //
 //   - start-up: the instance runs _start with the WASI functions fd_read
 //     and proc_exit taken over (host/internal/wasiguard). Its first read
 //     of stdin gets EINTR; a guest that retries (Go's os package does)
-//     reads again, and that second read is the park point. There the
-//     instance's memory becomes a private mapping of a snapshot image
-//     (cow_linux.go), its mutable globals are recorded and wazero takes
-//     a snapshot of its stack (experimental.Snapshotter). The instance
-//     then waits for a call;
-//   - a call: the waiting read goes on with the call's stdin and the
-//     guest runs to proc_exit, where the instance waits again. The pool
-//     restores the memory pages the call wrote and the globals; the
-//     next call restores the stack snapshot, which makes the park
-//     point's read return EINTR again: the guest reads again, and that
-//     read, in the very state of the first park, is the next call's
-//     park point (its stack is snapshotted anew, since a restored stack
-//     is the one the call then runs on).
+//     reads again, and there the instance parks: its memory becomes a
+//     private mapping of a snapshot image (cow_linux.go), its mutable
+//     globals are recorded and wazero takes a snapshot of its stack
+//     (experimental.Snapshotter);
+//   - the probe: the start-up resumes once from that snapshot, as a call
+//     would, so the parked read returns EINTR. The guest must read stdin
+//     again, and its memory and globals there must be exactly those it
+//     parked with (a retry that changes state parks again there, up to
+//     parkProbes times). The instance then waits at that read;
+//   - a call: the instance resumes from the snapshot (EINTR, then the
+//     retry reads the call's stdin, its stack snapshotted anew since a
+//     restored stack is the one the call then runs on) and runs to
+//     proc_exit, where it waits again. The pool restores the memory
+//     pages the call wrote and the globals, and the next call resumes
+//     from the latest stack snapshot, which holds the same state.
 //
 // So each call starts from the same state, as a fresh instance would
 // after its start-up, and sees only its own stdin, stdout, files and
-// clocks. What the guest did before its first read of stdin is done once
-// per instance: an instance whose start-up opened a file or wrote output
-// is not parked (the file could change, the output would be lost), and
-// the time and random numbers a start-up read are those of the
-// instance's own start. The first resume of each instance is checked
-// against the snapshot, byte for byte; a guest that does not retry a read
-// after EINTR, that returns from _start instead of calling proc_exit, or
+// clocks. What the guest did before parking is done once per instance:
+// an instance whose start-up opened a file or wrote output is not parked
+// (the file could change, the output would be lost), and the time and
+// random numbers a start-up read are those of the instance's own start.
+// A guest that does not retry a read after EINTR, whose state differs at
+// every retry, that returns from _start instead of calling proc_exit, or
 // whose start-up fails is not parked again: its calls take the plain
 // path.
 
 // errnoIntr is WASI's EINTR.
 const errnoIntr = 27
+
+// parkProbes is how many times a start-up parks and resumes before the
+// state at the read it resumes to must be the one it parked in.
+const parkProbes = 3
 
 // parkRetire is how many calls a parked instance serves before it is
 // replaced. Each call takes a new stack snapshot, and wazero makes each
@@ -76,6 +81,7 @@ type parkState int
 const (
 	parkBoot    parkState = iota // running _start, stdin not read yet
 	parkRetry                    // the first read got EINTR
+	parkProbe                    // parked and resumed once, as a check
 	parkWaiting                  // parked, waiting for a call
 	parkResumed                  // restored; the retried read not seen yet
 	parkRunning                  // a call is running
@@ -94,10 +100,9 @@ type parked struct {
 	state   parkState
 	snap    experimental.Snapshot
 	cur     *parkCall
-	checked bool // the first resume was compared with the snapshot
-	// drift says how the first resume differed from the snapshot ("" if
-	// it did not); reported is set once the start-up's outcome was sent.
-	drift    string
+	// probes counts the parks of the start-up; reported is set once the
+	// start-up's outcome was sent.
+	probes   int
 	reported bool
 	// held is what the image holds: its pages that are not zero.
 	held uint64
@@ -180,11 +185,15 @@ func (m *parkMemory) Reallocate(size uint64) []byte {
 			return nil
 		}
 		// The module's initial memory is above the cap: wazero cannot
-		// fail it, so the start-up is stopped through the budget.
+		// fail it, so the start-up is stopped through the budget (and
+		// the instance is not parked, see park).
 		if m.cap.tooSmall != nil {
 			m.cap.tooSmall()
 		}
-		size = min(size, uint64(len(m.region)))
+		if size > uint64(len(m.region)) {
+			m.buf = make([]byte, size)
+			return m.buf
+		}
 	}
 	m.buf = m.region[:size]
 	return m.buf
@@ -342,30 +351,41 @@ func (pk *parked) Read(ctx context.Context, mod api.Module, stack []uint64) bool
 		pk.state = parkRetry
 		stack[0] = errnoIntr
 		return true
-	case parkRetry:
+	case parkRetry, parkProbe:
+		if pk.state == parkProbe && pk.compare() == "" {
+			// Resumed once, the guest read again in the very state it
+			// was parked in: every call can start from it. Wait for
+			// the first call here, at the point the snapshot holds.
+			pk.snap = experimental.GetSnapshotter(ctx).Snapshot()
+			if pk.counter >= 0 {
+				// The probe ran on the start-up's fuel: a call's
+				// counts from zero.
+				pk.globals[pk.counter].Set(0)
+			}
+			pk.ctx.cur = nil
+			pk.state = parkWaiting
+			pk.report(nil)
+			next, ok := <-pk.calls
+			if !ok {
+				pk.exit(ctx, mod)
+			}
+			pk.cur, pk.state = next, parkResumed
+			pk.snap.Restore([]uint64{errnoIntr})
+		}
+		if pk.probes == parkProbes {
+			pk.report(&errNotParkable{why: "the state after each retried read of stdin differs"})
+			pk.exit(ctx, mod)
+		}
+		pk.probes++
 		if err := pk.park(ctx, mod); err != nil {
 			pk.report(err)
-			// Not parkable: the instance ends here.
 			pk.exit(ctx, mod)
 		}
-		pk.ctx.cur = nil
-		pk.state = parkWaiting
-		pk.report(nil)
-		next, ok := <-pk.calls
-		if !ok {
-			pk.exit(ctx, mod)
-		}
-		// Every call, the first included, starts by the retried read,
-		// so a call's work (and fuel) does not depend on which call of
-		// the instance it is.
-		pk.cur, pk.state = next, parkResumed
+		// Resume once as a call would, to see the guest read again.
+		pk.state = parkProbe
 		pk.snap.Restore([]uint64{errnoIntr})
-		return true // not reached
+		return true // not reached: Restore resumes the guest at the read
 	case parkResumed:
-		if !pk.checked {
-			pk.checked = true
-			pk.drift = pk.compare()
-		}
 		pk.snap = experimental.GetSnapshotter(ctx).Snapshot()
 		pk.state = parkRunning
 		return false
@@ -402,6 +422,16 @@ func (pk *parked) park(ctx context.Context, mod api.Module) error {
 	}
 	if n := pk.fds.opened.Load(); n > 0 {
 		return &errNotParkable{why: fmt.Sprintf("the start-up opened %d files", n)}
+	}
+	if len(pk.mem.buf) == 0 || len(pk.mem.region) == 0 || &pk.mem.buf[0] != &pk.mem.region[0] {
+		return &errNotParkable{why: "the memory is not in its reservation"}
+	}
+	if pk.image != nil {
+		// A park before this one: the memory becomes a mapping of the
+		// new image (mapOnto replaces the old one).
+		_ = pk.image.unmap(pk.view)
+		_ = pk.image.close()
+		pk.image, pk.view, pk.held = nil, nil, 0
 	}
 	pk.size = int(mod.Memory().Size())
 	for off := 0; off < pk.size; off += pageSize {

@@ -256,8 +256,8 @@ func TestParked_cancelAndClose(t *testing.T) {
 }
 
 // TestParked_retire: an instance is replaced after wasm.ParkRetire calls
-// (the calls spread over up to PoolTarget instances)
-// (each call's stack snapshot is slightly larger than the last).
+// (each call's stack snapshot is slightly larger than the last); the
+// calls spread over up to PoolTarget instances.
 func TestParked_retire(t *testing.T) {
 	_, p, _ := parkedTool(t, "goecho", nil)
 	for range wasm.ParkRetire*wasm.PoolTarget + 200 {

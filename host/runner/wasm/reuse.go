@@ -371,9 +371,6 @@ func (sp *slotPool) restore(s *slot) error {
 func (p *prepared) clean(s *slot) (ok bool, why string) {
 	var fds uint32
 	if pk := s.park; pk != nil {
-		if pk.drift != "" {
-			return false, "the first resume differed from the snapshot: " + pk.drift
-		}
 		if len(pk.mem.buf) != pk.size {
 			return false, "memory grew"
 		}
@@ -463,7 +460,7 @@ func (p *prepared) runReused(ctx context.Context, sp *slotPool, req runner.Reque
 	if ran && stopped == nil && returned {
 		reuse, why = p.clean(s)
 	}
-	if s.park != nil && ran && stopped == nil && (!returned && runErr == nil || s.park.drift != "") {
+	if s.park != nil && ran && stopped == nil && !returned && runErr == nil {
 		// Every instance of the tool would do the same: stop parking.
 		sp.disable(why)
 	}
