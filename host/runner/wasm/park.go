@@ -97,9 +97,9 @@ type parked struct {
 	booted chan error     // the start-up's outcome, once
 	done   chan struct{}  // closed when _start has returned
 
-	state   parkState
-	snap    experimental.Snapshot
-	cur     *parkCall
+	state parkState
+	snap  experimental.Snapshot
+	cur   *parkCall
 	// probes counts the parks of the start-up; reported is set once the
 	// start-up's outcome was sent.
 	probes   int
