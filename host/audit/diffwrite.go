@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 )
 
 // Write writes the diff as "text", "json", "markdown" or "html" (one
@@ -34,7 +35,7 @@ func (d DiffReport) Write(w io.Writer, format string) error {
 		}
 		return e.err
 	case "html":
-		return diffPage.Execute(w, struct {
+		return diffPage().Execute(w, struct {
 			DiffReport
 			Summary string
 		}{d, d.summary()})
@@ -59,7 +60,13 @@ func (d DiffReport) summary() string {
 	return plural(len(d.Changes), "1 change", fmt.Sprintf("%d changes", len(d.Changes))) + " (" + strings.Join(parts, ", ") + ")"
 }
 
-var diffPage = template.Must(template.New("diff").Parse(`<!doctype html>
+// diffPage is parsed on first use: parsing it at package initialisation
+// cost every command of the CLI about a millisecond.
+var diffPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("diff").Parse(diffPageText))
+})
+
+const diffPageText = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>agenthost audit diff: {{.Old}} → {{.New}}</title>
 <style>
@@ -76,4 +83,4 @@ td.what{font-family:ui-monospace,monospace;font-size:.9em;word-break:break-all}
 {{range .Changes}}<tr class="{{.Level}}"><td class="badge">{{.Level}}</td><td><code>{{.Tool}}</code></td><td>{{.Kind}}</td><td class="what">{{.What}}</td></tr>
 {{end}}</tbody></table>{{else}}<p>Nothing new.</p>{{end}}
 </body></html>
-`))
+`

@@ -206,7 +206,7 @@ func (m *parkMemory) Reallocate(size uint64) []byte {
 func (m *parkMemory) Free() { m.buf = nil }
 
 // prepareCommand prepares a command tool whose instances can be parked:
-// its module rewritten (rewriteCommand, cached like a reactor's) and a
+// its module rewritten (rewriteModule, cached like a reactor's) and a
 // pool of parked instances. It returns nil, nil when the tool takes the
 // plain path instead: a module the rewrite refuses, a deterministic tool
 // (its clock and random stream are per call), no pool budget.

@@ -47,7 +47,7 @@ type prepared struct {
 }
 
 // commandPath is what a command's parked instances share: the rewritten
-// module's global exports (rewriteCommand) and their pool.
+// module's global exports (rewriteModule) and their pool.
 type commandPath struct {
 	globals []string
 	counter int

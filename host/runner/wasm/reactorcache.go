@@ -53,7 +53,7 @@ func (c *reactorCache) rewrite(sum string, instrumented func() ([]byte, error)) 
 	return c.rewriteAs(false, sum, instrumented)
 }
 
-// rewriteCommand is rewrite for a command module (rewriteCommand).
+// rewriteCommand is rewrite for a command module (rewriteModule).
 func (c *reactorCache) rewriteCommand(sum string, instrumented func() ([]byte, error)) (*reactorModule, error) {
 	return c.rewriteAs(true, sum, instrumented)
 }

@@ -112,14 +112,10 @@ func isReactor(code []byte) bool {
 // global.
 func rewriteReactor(code []byte) (*reactorModule, error) { return rewriteModule(code, false) }
 
-// rewriteCommand decodes a command module and returns the form a parked
-// instance runs (park.go): every mutable global exported and the fd check
-// added. The data segments stay (a parked instance starts from _start);
-// initial is empty. It refuses what a snapshot cannot capture, as
-// rewriteReactor does.
-func rewriteCommand(code []byte) (*reactorModule, error) { return rewriteModule(code, true) }
-
-// rewriteModule is rewriteReactor, or rewriteCommand when command.
+// rewriteModule is rewriteReactor, or, when command, the form a parked
+// command instance runs (park.go): every mutable global exported and the
+// fd check added, with the data segments kept (a parked instance starts
+// from _start) and initial empty.
 func rewriteModule(code []byte, command bool) (*reactorModule, error) {
 	m, err := binary.DecodeModule(code, wabin.CoreFeaturesV2)
 	if err != nil {
