@@ -36,8 +36,7 @@ import (
 // protocol allows. A client's notifications/cancelled and its disconnect
 // cancel a call on the fast path too. Options.NoFastPath turns it off,
 // for an application whose SDK middleware must see every tools/call.
-// (Over stdio the SDK's dispatch is not what costs: its transport is, so
-// stdio has no fast path.)
+// Stdio has a fast path of its own (stdio.go).
 
 // plainCall is the one shape of request the fast path takes.
 type plainCall struct {
@@ -205,6 +204,15 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, body []byte) 
 	// From here on the call has run: it is answered here, whatever
 	// happens (never run again by the SDK).
 	res, err := s.runFast(r.Context(), fastKey{session, key}, name, id, args)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(fastAnswer(c.ID, res, err))
+	return true
+}
+
+// fastAnswer is the JSON-RPC response to the request id of a call on the
+// fast path that returned res, or err when its result could not be
+// encoded.
+func fastAnswer(id, res json.RawMessage, err error) []byte {
 	member := "result"
 	if err != nil {
 		// A result that cannot be encoded (error details a tool made
@@ -213,15 +221,12 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, body []byte) 
 		res, _ = json.Marshal(map[string]any{"code": -32603, "message": "the result cannot be encoded: " + err.Error()})
 	}
 	// The ID is an integer or a string (idKey), written back as sent.
-	out := make([]byte, 0, len(res)+len(c.ID)+40)
+	out := make([]byte, 0, len(res)+len(id)+40)
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
-	out = append(out, bytes.TrimSpace(c.ID)...)
+	out = append(out, bytes.TrimSpace(id)...)
 	out = append(out, `,"`+member+`":`...)
 	out = append(out, res...)
-	out = append(out, '}')
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(out)
-	return true
+	return append(out, '}')
 }
 
 // isJSON reports whether a Content-Type is application/json.

@@ -208,3 +208,86 @@ func TestFastPathUnencodable(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathStdio pins which lines RunIO answers itself and which it
+// leaves to the SDK, that both give the same result, that nothing is
+// answered on the fast path before initialize has been, and that a
+// client's notifications/cancelled and the end of its stream stop a
+// call on the fast path.
+func TestFastPathStdio(t *testing.T) {
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t), loopPack(t))
+	srv := mcp.New(h, mcp.Options{})
+	t.Cleanup(func() { srv.Close() })
+	const plain = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"core__echo","arguments":{"a":1}}}`
+
+	// Before initialize is answered, every line goes to the SDK (which
+	// refuses the call).
+	early := newRawStdioNoInit(t, srv)
+	if _, err := io.WriteString(early.w, plain+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if mcp.FastCalls(srv) != 0 {
+		t.Fatal("a call before initialize was answered on the fast path")
+	}
+
+	c := newRawStdio(t, srv)
+	for _, tc := range []struct {
+		name, line string
+		fast       bool
+	}{
+		{"plain", plain, true},
+		{"string id", `{"jsonrpc":"2.0","id":"x-1","method":"tools/call","params":{"name":"core__echo","arguments":{}}}`, true},
+		{"arguments not an object", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"core__echo","arguments":[1]}}`, true},
+		{"progress token", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"core__echo","arguments":{}}}`, false},
+		{"task", `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"core__echo","arguments":{},"task":{}}}`, false},
+		{"unknown tool", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"nope__tool","arguments":{}}}`, false},
+		{"another member", `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"core__echo","arguments":{}},"x":1}`, false},
+	} {
+		before := mcp.FastCalls(srv)
+		line := c.roundTrip(t, tc.line, false)
+		if fast := mcp.FastCalls(srv) > before; fast != tc.fast {
+			t.Errorf("%s: fast %v: %.200s", tc.name, fast, line)
+		}
+	}
+
+	// The same calls through the SDK give the same results.
+	viaSDK := newRawStdio(t, mcp.New(h, mcp.Options{NoFastPath: true}))
+	for _, line := range []string{
+		plain,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"text__stats","arguments":{"txt":"misspelt"}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"core__echo","arguments":"no"}}`,
+	} {
+		f, s := decode(t, c.roundTrip(t, line, false)), decode(t, viaSDK.roundTrip(t, line, false))
+		if !sameJSON(f.Result, s.Result) {
+			t.Errorf("fast %s\nsdk  %s", f.Result, s.Result)
+		}
+	}
+
+	// notifications/cancelled stops a call on the fast path.
+	before := mcp.FastCalls(srv)
+	if _, err := io.WriteString(c.w, `{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"test__loop","arguments":{}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	answer := c.roundTrip(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":21}}`, false)
+	if !strings.Contains(answer, `"id":21`) || !strings.Contains(answer, "CANCELLED") || mcp.FastCalls(srv) != before+1 {
+		t.Fatalf("%d fast calls: %.300s", mcp.FastCalls(srv)-before, answer)
+	}
+
+	// The end of the stream stops one.
+	if _, err := io.WriteString(c.w, `{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"test__loop","arguments":{}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	stopped := make(chan struct{})
+	go func() { c.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream's end did not stop the call")
+	}
+	if !failedCancelled(h, 2) {
+		t.Fatal("the call at the stream's end was not cancelled")
+	}
+}

@@ -84,6 +84,16 @@ type rawStdio struct {
 
 // newRawStdio serves one session of srv on pipes and initializes it.
 func newRawStdio(tb testing.TB, srv *mcp.Server) *rawStdio {
+	c := newRawStdioNoInit(tb, srv)
+	c.roundTrip(tb, initialize, true)
+	if _, err := io.WriteString(c.w, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// newRawStdioNoInit serves one session of srv on pipes.
+func newRawStdioNoInit(tb testing.TB, srv *mcp.Server) *rawStdio {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -99,17 +109,13 @@ func newRawStdio(tb testing.TB, srv *mcp.Server) *rawStdio {
 		<-done
 	})
 	tb.Cleanup(stop)
-	c := &rawStdio{w: inW, r: bufio.NewReader(outR), stop: stop}
-	c.roundTrip(tb, initialize, true)
-	if _, err := io.WriteString(c.w, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
-		tb.Fatal(err)
-	}
-	return c
+	return &rawStdio{w: inW, r: bufio.NewReader(outR), stop: stop}
 }
 
 // roundTrip sends one request and returns its answer (notifications
 // before it are skipped). With must, an error or a failed call fails tb.
 func (c *rawStdio) roundTrip(tb testing.TB, msg string, must bool) string {
+	tb.Helper()
 	if _, err := io.WriteString(c.w, msg+"\n"); err != nil {
 		tb.Fatal(err)
 	}

@@ -158,9 +158,14 @@ func (s *Server) RunStdio(ctx context.Context) error {
 // RunIO serves one client over r and w, newline-delimited JSON-RPC as on
 // stdio, until it disconnects or ctx is done. It is the SDK's own
 // transport, with task-augmented calls renamed line by line before it
-// reads them.
+// reads them and plain tools/call answered on the fast path (stdio.go).
 func (s *Server) RunIO(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	return s.srv.Run(ctx, &sdk.IOTransport{Reader: newTaskLines(r), Writer: w})
+	lines, out := newTaskLines(r), &lineWriter{w: w}
+	if !s.noFast {
+		lines.fast = s.newStdioFast(out)
+		defer lines.fast.close()
+	}
+	return s.srv.Run(ctx, &sdk.IOTransport{Reader: lines, Writer: out})
 }
 
 // Run serves one client over t (for tests and embedders); its messages
