@@ -1,9 +1,11 @@
 package mcp_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"testing"
 
@@ -67,7 +69,8 @@ func BenchmarkCall(b *testing.B) {
 // client side), over Streamable HTTP on loopback with a reused
 // connection, with the fast path (the default) and without it (http-sdk:
 // through the SDK's dispatch), and over stdio's newline-delimited JSON on
-// pipes, against host.Call in the same run.
+// pipes (with the fast path, and without it: stdio-sdk), against
+// host.Call in the same run.
 func BenchmarkServe(b *testing.B) {
 	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
 	ctx := context.Background()
@@ -93,10 +96,33 @@ func BenchmarkServe(b *testing.B) {
 			}
 		})
 	}
-	b.Run("stdio", func(b *testing.B) {
-		c := newRawStdio(b, srv)
+	b.Run("pipe", func(b *testing.B) {
+		// The floor of stdio: the same client and pipes, answered by a
+		// loop that writes back a canned result line per line read.
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		go func() {
+			r := bufio.NewReader(inR)
+			for {
+				if _, err := r.ReadString('\n'); err != nil {
+					outW.Close()
+					return
+				}
+				_, _ = io.WriteString(outW, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1}}}`+"\n")
+			}
+		}()
+		c := &rawStdio{w: inW, r: bufio.NewReader(outR), stop: func() {}}
+		defer inW.Close()
 		for i := 0; b.Loop(); i++ {
 			c.roundTrip(b, fmt.Sprintf(call, i+2), true)
 		}
 	})
+	for name, s := range map[string]*mcp.Server{"stdio": srv, "stdio-sdk": sdkOnly} {
+		b.Run(name, func(b *testing.B) {
+			c := newRawStdio(b, s)
+			for i := 0; b.Loop(); i++ {
+				c.roundTrip(b, fmt.Sprintf(call, i+2), true)
+			}
+		})
+	}
 }
