@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -70,7 +71,10 @@ func BenchmarkCall(b *testing.B) {
 // connection, with the fast path (the default) and without it (http-sdk:
 // through the SDK's dispatch), and over stdio's newline-delimited JSON on
 // pipes (with the fast path, and without it: stdio-sdk), against
-// host.Call in the same run.
+// host.Call in the same run. The floors: the same client answered by a
+// handler that writes a canned result (http-floor), by one that makes
+// the host.Call and writes its envelope (http-floor-call), and by a loop
+// on the pipes (pipe).
 func BenchmarkServe(b *testing.B) {
 	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
 	ctx := context.Background()
@@ -96,6 +100,39 @@ func BenchmarkServe(b *testing.B) {
 			}
 		})
 	}
+	b.Run("http-floor", func(b *testing.B) {
+		// The floor of Streamable HTTP: the same client and loopback
+		// connection, answered by a handler that reads the body and
+		// writes back a canned result.
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.ReadAll(r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "floor")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1}}}`)
+		}))
+		defer ts.Close()
+		c := newRawHTTP(b, ts.URL)
+		for i := 0; b.Loop(); i++ {
+			c.post(b, fmt.Sprintf(call, i+2), true)
+		}
+	})
+	b.Run("http-floor-call", func(b *testing.B) {
+		// The same with host.Call in the handler: what a tool call costs
+		// inside any HTTP handler on this machine.
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.ReadAll(r.Body)
+			env := h.Call(r.Context(), "core:echo", json.RawMessage(`{"a":1}`))
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "floor")
+			out, _ := json.Marshal(env)
+			_, _ = w.Write(append([]byte(`{"jsonrpc":"2.0","id":2,"result":`), append(out, '}')...))
+		}))
+		defer ts.Close()
+		c := newRawHTTP(b, ts.URL)
+		for i := 0; b.Loop(); i++ {
+			c.post(b, fmt.Sprintf(call, i+2), true)
+		}
+	})
 	b.Run("pipe", func(b *testing.B) {
 		// The floor of stdio: the same client and pipes, answered by a
 		// loop that writes back a canned result line per line read.
