@@ -3,8 +3,6 @@ package host_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -136,28 +134,8 @@ func BenchmarkEcho(b *testing.B) {
 	})
 	b.Run("host/Call-command", func(b *testing.B) {
 		// The same plugin built as a plain command, in a toolpack of its
-		// own: its pooled instances are parked at the first read of
-		// stdin.
-		dir := b.TempDir()
-		wasmBytes := buildEchoCommand(b)
-		if err := os.WriteFile(filepath.Join(dir, "echo.wasm"), wasmBytes, 0o644); err != nil {
-			b.Fatal(err)
-		}
-		man, err := os.ReadFile(filepath.Join(hosttest.Toolpacks(b), "core", "echo.tool.json"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(man, &m); err != nil {
-			b.Fatal(err)
-		}
-		sum := sha256.Sum256(wasmBytes)
-		m["toolId"] = "cmd:echo"
-		m["handler"].(map[string]any)["sha256"] = hex.EncodeToString(sum[:])
-		man, _ = json.Marshal(m)
-		if err := os.WriteFile(filepath.Join(dir, "echo.tool.json"), man, 0o644); err != nil {
-			b.Fatal(err)
-		}
+		// own: its pooled instances are parked at their read of stdin.
+		dir := commandPack(b)
 		hc := hosttest.NewHost(b, nil, dir)
 		if env := hc.Call(ctx, "cmd:echo", args); env.Error != nil {
 			b.Fatal(env.Error)

@@ -2,8 +2,11 @@ package host_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,6 +34,42 @@ func sleepPack(t *testing.T, timeoutMs int) string {
 	"handler":{"type":"wasm","abi":"wasi-command","module":"sleep.wasm"},
 	"securityContext":{"limits":{"timeoutMs":` + itoa(timeoutMs) + `}}}`
 	if err := os.WriteFile(filepath.Join(dir, "sleep.tool.json"), []byte(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// commandPack returns a toolpack folder holding cmd:echo: the guest SDK's
+// echo plugin built as a plain wasi command (not the toolpack's reactor
+// build), with core:echo's manifest. Its pooled instances are parked
+// commands.
+func commandPack(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	wasmPath := filepath.Join(dir, "echo.wasm")
+	build := exec.Command("go", "build", "-trimpath", "-o", wasmPath, "./plugins/echo")
+	build.Dir = hosttest.Root(t)
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build echo command: %v\n%s", err, out)
+	}
+	wasmBytes, err := os.ReadFile(wasmPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := os.ReadFile(filepath.Join(hosttest.Toolpacks(t), "core", "echo.tool.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(man, &m); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(wasmBytes)
+	m["toolId"] = "cmd:echo"
+	m["handler"].(map[string]any)["sha256"] = hex.EncodeToString(sum[:])
+	man, _ = json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(dir, "echo.tool.json"), man, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -167,4 +206,36 @@ func TestCloseDuringCallsAndPreparation(t *testing.T) {
 			t.Fatalf("second close: %v", err)
 		}
 	}
+}
+
+// TestParkedCommand: a plain Go command loaded by a host with its default
+// pool budget answers exactly as the reactor build of the same plugin,
+// most calls on parked instances, also from several goroutines at once.
+func TestParkedCommand(t *testing.T) {
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t), commandPack(t))
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 25 {
+				args := json.RawMessage(`{"g":` + itoa(g) + `,"i":` + itoa(i) + `}`)
+				cmd, reactor := h.Call(ctx, "cmd:echo", args), h.Call(ctx, "core:echo", args)
+				if cmd.Error != nil || string(cmd.Output) != string(reactor.Output) || string(cmd.Output) != string(args) {
+					t.Errorf("cmd:echo %s: %v %s, core:echo %s", args, cmd.Error, cmd.Output, reactor.Output)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, th := range h.Health() {
+		if th.ID != "cmd:echo" {
+			continue
+		}
+		if th.Pool == nil || th.Pool.Hits < 50 || th.Calls != 100 || th.Failures != 0 {
+			t.Fatalf("cmd:echo: %d calls, %d failed, pool %+v: want most calls on parked instances", th.Calls, th.Failures, th.Pool)
+		}
+		return
+	}
+	t.Fatal("cmd:echo not loaded")
 }

@@ -41,7 +41,7 @@ func TestSoak(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("soak test notes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	all := []string{hosttest.Toolpacks(t), sleepPack(t, 200)}
+	all := []string{hosttest.Toolpacks(t), sleepPack(t, 200), commandPack(t)}
 	// The short-lived hosts load a small pack: each New prepares its
 	// tools again, and the point is Close during calls, not compiling.
 	small := []string{filepath.Join(hosttest.Toolpacks(t), "core"), filepath.Join(hosttest.Toolpacks(t), "text"), all[1]}
@@ -62,6 +62,7 @@ func TestSoak(t *testing.T) {
 
 	calls := []struct{ id, args string }{
 		{"core:echo", `{"a":1}`},
+		{"cmd:echo", `{"a":1}`}, // a parked command
 		{"text:stats", `{"text":"one two three"}`},
 		{"json:query", `{"filter":".a","input":{"a":2}}`},
 		{"hash:digest", `{"text":"x"}`},

@@ -244,7 +244,7 @@ func (r *Runner) prepareCommand(ctx context.Context, tool *manifest.Tool, grant 
 // newParkedSlot starts one command instance and parks it (see the file
 // comment). The error is an *errNotParkable when the tool cannot be
 // parked at all.
-func (p *prepared) newParkedSlot() (*slot, error) {
+func (p *prepared) newParkedSlot() (_ *slot, err error) {
 	cp := p.command
 	s := &slot{io: &slotIO{}, fds: &fdCount{}, roots: &rootDirs{open: map[*rootDir]struct{}{}}}
 	ms, fsc, err := p.slotMounts(s.fds, s.roots)
@@ -252,6 +252,16 @@ func (p *prepared) newParkedSlot() (*slot, error) {
 		return nil, err
 	}
 	s.mounts = ms
+	// The start-up may have used the mounts (a /tmp made, roots opened):
+	// closed now, as after a call, and reopened by each call.
+	defer func() {
+		s.roots.release()
+		for _, fs := range ms.fss {
+			if cerr := fs.Close(); cerr != nil && err == nil {
+				p.logger.Warn("cleanup after start-up", "error", cerr)
+			}
+		}
+	}()
 	limit := (p.limits.MemoryBytes + 1<<16 - 1) &^ (1<<16 - 1)
 	region, err := reserve(int(min(limit, 1<<32)))
 	if err != nil {
