@@ -28,6 +28,8 @@ func FuzzEdge(f *testing.F) {
 		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"task":{}}}]`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
 		`{"task": `, "", "\n\n", "{}\r\n{}",
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}`,
 	} {
 		f.Add(seed)
 	}
@@ -64,6 +66,21 @@ func FuzzEdge(f *testing.F) {
 		}
 		if json.Unmarshal(b, &n) == nil {
 			(&fast{running: map[fastKey]context.CancelFunc{}}).cancel("s", n.Params)
+		}
+		// The stdio fast path's look at a line, and its output's watch
+		// for the answer to initialize, before a session is ready.
+		srv := &Server{}
+		srv.fast.running = map[fastKey]context.CancelFunc{}
+		var sink bytes.Buffer
+		lw := &lineWriter{w: nopCloser{&sink}}
+		sf := srv.newStdioFast(lw)
+		defer sf.close()
+		if sf.take(b) {
+			t.Fatalf("a line was answered before initialize: %q", b)
+		}
+		lw.expect("n:1")
+		if _, err := lw.Write(b); err != nil || sink.String() != msg {
+			t.Fatalf("the output changed: %q", sink.String())
 		}
 	})
 }
