@@ -66,9 +66,13 @@ type slotPool struct {
 
 	ready chan *slot
 	dirty chan *slot
-	wake  chan struct{}
-	quit  chan struct{}
-	done  chan struct{}
+	// held are instances given back while others were ready, waiting
+	// to be restored (under mu); giveBack passes them on to dirty once
+	// fewer are ready, a tick or take takes them sooner.
+	held []*slot
+	wake chan struct{}
+	quit chan struct{}
+	done chan struct{}
 
 	mu       sync.Mutex
 	live     int    // instances that exist (ready, in use or being restored)
@@ -285,6 +289,12 @@ func (sp *slotPool) take(ctx context.Context) *slot {
 			return s
 		}
 	default:
+		if s := sp.popHeld(); s != nil {
+			if s = sp.restoreHere(s); s != nil {
+				sp.hits.Add(1)
+				return s
+			}
+		}
 	}
 	if !sp.saturated() {
 		sp.misses.Add(1)
@@ -336,6 +346,30 @@ func (sp *slotPool) saturated() bool {
 	return !sp.closed && sp.live > 0 && (sp.live >= PoolTarget || sp.capped)
 }
 
+// popHeld takes one held instance, or nil.
+func (sp *slotPool) popHeld() *slot {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	n := len(sp.held)
+	if n == 0 {
+		return nil
+	}
+	s := sp.held[n-1]
+	sp.held = sp.held[:n-1]
+	return s
+}
+
+// flushHeld passes the held instances on to be restored.
+func (sp *slotPool) flushHeld() {
+	sp.mu.Lock()
+	held := sp.held
+	sp.held = nil
+	sp.mu.Unlock()
+	for _, h := range held {
+		sp.dirty <- h
+	}
+}
+
 // movingMean folds d into the moving mean m (weight 1/8; the first
 // sample sets it).
 func movingMean(m *atomic.Int64, d time.Duration) {
@@ -359,8 +393,22 @@ func (sp *slotPool) giveBack(s *slot, reuse bool) {
 	if !reuse || closed {
 		sp.live--
 	}
+	if reuse && !closed && len(sp.ready) >= 2 {
+		// Others are ready: restore this one later, without waking
+		// the pool's goroutine for it now.
+		sp.held = append(sp.held, s)
+		sp.mu.Unlock()
+		return
+	}
+	var held []*slot
+	if reuse && !closed {
+		held, sp.held = sp.held, nil
+	}
 	sp.mu.Unlock()
 	if reuse && !closed {
+		for _, h := range held {
+			sp.dirty <- h
+		}
 		sp.dirty <- s // never blocks: at most PoolTarget instances exist
 		return
 	}
@@ -409,6 +457,7 @@ func (sp *slotPool) shed(keepLast bool) bool {
 // this tick's calls into the demand and, after two ticks without a call,
 // gives back one instance (down to one).
 func (sp *slotPool) tick() {
+	sp.flushHeld()
 	n := sp.calls.Swap(0)
 	sp.mu.Lock()
 	sp.score = sp.score/2 + n
@@ -472,6 +521,13 @@ func (sp *slotPool) close() {
 	}
 	close(sp.quit)
 	<-sp.done
+	sp.mu.Lock()
+	held := sp.held
+	sp.held = nil
+	sp.mu.Unlock()
+	for _, h := range held {
+		sp.drop(h)
+	}
 	for {
 		var s *slot
 		select {
