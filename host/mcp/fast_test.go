@@ -239,6 +239,7 @@ func TestFastPathStdio(t *testing.T) {
 		{"plain", plain, true},
 		{"string id", `{"jsonrpc":"2.0","id":"x-1","method":"tools/call","params":{"name":"core__echo","arguments":{}}}`, true},
 		{"arguments not an object", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"core__echo","arguments":[1]}}`, true},
+		{"arguments naming other methods", `{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"core__echo","arguments":{"m":"initialize","n":"notifications/cancelled"}}}`, true},
 		{"progress token", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"core__echo","arguments":{}}}`, false},
 		{"task", `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"core__echo","arguments":{},"task":{}}}`, false},
 		{"unknown tool", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"nope__tool","arguments":{}}}`, false},

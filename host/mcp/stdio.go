@@ -48,8 +48,19 @@ func (s *Server) newStdioFast(out *lineWriter) *stdioFast {
 // take looks at one line before the SDK reads it, and reports whether it
 // answered it (then the SDK never sees it).
 func (f *stdioFast) take(line []byte) bool {
-	switch {
-	case bytes.Contains(line, []byte(`"initialize"`)):
+	if f.out.ready.Load() && bytes.Contains(line, []byte(`"tools/call"`)) && f.call(line) {
+		return true
+	}
+	if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
+		var n struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(line, &n) == nil && n.Method == "notifications/cancelled" {
+			f.s.fast.cancel(f.session, n.Params)
+		}
+	}
+	if bytes.Contains(line, []byte(`"initialize"`)) {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
@@ -59,16 +70,6 @@ func (f *stdioFast) take(line []byte) bool {
 				f.out.expect(key)
 			}
 		}
-	case bytes.Contains(line, []byte(`"notifications/cancelled"`)):
-		var n struct {
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		if json.Unmarshal(line, &n) == nil && n.Method == "notifications/cancelled" {
-			f.s.fast.cancel(f.session, n.Params)
-		}
-	case bytes.Contains(line, []byte(`"tools/call"`)) && f.out.ready.Load():
-		return f.call(line)
 	}
 	return false
 }

@@ -104,8 +104,8 @@ type parked struct {
 	// start-up's outcome was sent.
 	probes   int
 	reported bool
-	// held is what the image holds: its pages that are not zero.
-	held uint64
+	// imageBytes is what the image holds: its pages that are not zero.
+	imageBytes uint64
 	// size is the memory's size at the park point, image its snapshot
 	// (the memory, buf, is a private mapping of it) and view a read-only
 	// mapping of the image.
@@ -114,6 +114,8 @@ type parked struct {
 	view   []byte
 	mem    *parkMemory
 	served int // calls handed to the instance
+	// values are the mutable globals at the park point (the meter's
+	// counter as 0).
 	values []uint64
 	// counter is the index of the meter's fuel counter in values, or -1.
 	counter int
@@ -441,12 +443,12 @@ func (pk *parked) park(ctx context.Context, mod api.Module) error {
 		// new image (mapOnto replaces the old one).
 		_ = pk.image.unmap(pk.view)
 		_ = pk.image.close()
-		pk.image, pk.view, pk.held = nil, nil, 0
+		pk.image, pk.view, pk.imageBytes = nil, nil, 0
 	}
 	pk.size = int(mod.Memory().Size())
 	for off := 0; off < pk.size; off += pageSize {
 		if !allZero(pk.mem.buf[off : off+pageSize]) {
-			pk.held += pageSize
+			pk.imageBytes += pageSize
 		}
 	}
 	im, err := newCOWImage(pk.buf())

@@ -166,7 +166,7 @@ func (sp *slotPool) recharge(s *slot) {
 	held := instanceOverhead + uint64(s.private)*pageSize
 	switch {
 	case s.park != nil:
-		held += s.park.held
+		held += s.park.imageBytes
 	case sp.image == nil || s.mapping == nil:
 		return
 	}
