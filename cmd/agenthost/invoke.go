@@ -26,7 +26,6 @@ func runInvoke(ctx context.Context, e *env, args []string) error {
 		}
 		raw = b
 	}
-	e.oneCall = true
 	h, err := e.newHost(ctx)
 	if err != nil {
 		return err

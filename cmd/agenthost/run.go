@@ -82,10 +82,6 @@ type env struct {
 	serve        serveFlags
 	worker       workerFlags
 	noDirs       bool
-	// oneCall is set by a command that makes a single call (invoke): its
-	// host keeps no instance pools, whose ready instances only a later
-	// call would use.
-	oneCall bool
 	// issuer and tenant are set by serve for the hosts it builds.
 	issuer    credential.Issuer
 	tenant    string
@@ -336,11 +332,6 @@ func (e *env) newHost(ctx context.Context, tools ...host.Tool) (*host.Host, erro
 	p, err := e.loadPolicy()
 	if err != nil {
 		return nil, err
-	}
-	if e.oneCall && p.Pool.MemoryMb != 0 {
-		single := *p
-		single.Pool.MemoryMb = 0
-		p = &single
 	}
 	dirs := append([]string(nil), e.toolDirs()...)
 	explicit := e.cacheDir
