@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -237,33 +236,21 @@ func TestNoLeak_scanFindsTheSecret(t *testing.T) {
 func TestNoLeak_concurrent(t *testing.T) {
 	r := newPoolRunner(t, 64<<20)
 	p := prepare(t, r, probeGuest(t, modeReactor), newEnv(t), nil)
-	var wg sync.WaitGroup
-	errs := make(chan string, 64)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 5 {
-				secret := randomSecret(t)
-				res, err := p.Run(context.Background(), runner.Request{Input: []byte(`{"op":"remember","secret":"` + secret + `"}`)})
-				if err != nil || res.Err != nil {
-					errs <- "remember failed"
-					return
-				}
-				res, err = p.Run(context.Background(), runner.Request{Input: []byte(`{"op":"recall","secret":"` + reverse(secret) + `"}`)})
-				var o probeOut
-				if err != nil || res.Err != nil || json.Unmarshal(res.Output, &o) != nil || o.Calls != 1 || len(o.Dirty) > 0 {
-					errs <- "recall saw " + string(res.Output)
-					return
-				}
+	concurrently(t, 4, func(int) error {
+		for range 5 {
+			secret := randomSecret(t)
+			res, err := p.Run(context.Background(), runner.Request{Input: []byte(`{"op":"remember","secret":"` + secret + `"}`)})
+			if err != nil || res.Err != nil {
+				return errors.New("remember failed")
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
-	}
+			res, err = p.Run(context.Background(), runner.Request{Input: []byte(`{"op":"recall","secret":"` + reverse(secret) + `"}`)})
+			var o probeOut
+			if err != nil || res.Err != nil || json.Unmarshal(res.Output, &o) != nil || o.Calls != 1 || len(o.Dirty) > 0 {
+				return errors.New("recall saw " + string(res.Output))
+			}
+		}
+		return nil
+	})
 }
 
 // TestReuse_discards checks that an instance a call left in a state a

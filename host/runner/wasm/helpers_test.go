@@ -193,3 +193,23 @@ func run(t testing.TB, p runner.Prepared, input string) runner.Result {
 	}
 	return res
 }
+
+// concurrently runs fn(g) for g in [0, n) on n goroutines at once and
+// fails t with each error they return.
+func concurrently(t *testing.T, n int, fn func(g int) error) {
+	t.Helper()
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Go(func() {
+			if err := fn(g); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

@@ -248,12 +248,11 @@ func (r *Runner) prepareCommand(ctx context.Context, tool *manifest.Tool, grant 
 // parked at all.
 func (p *prepared) newParkedSlot() (_ *slot, err error) {
 	cp := p.command
-	s := &slot{io: &slotIO{}, fds: &fdCount{}, roots: &rootDirs{open: map[*rootDir]struct{}{}}}
-	ms, fsc, err := p.slotMounts(s.fds, s.roots)
+	s, cfg, err := p.slotBase()
 	if err != nil {
 		return nil, err
 	}
-	s.mounts = ms
+	ms := s.mounts
 	// The start-up may have used the mounts (a /tmp made, roots opened):
 	// closed now, as after a call, and reopened by each call.
 	defer func() {
@@ -282,12 +281,6 @@ func (p *prepared) newParkedSlot() (_ *slot, err error) {
 		io:      s.io,
 	}
 	s.park, s.mem = pk, nil
-	cfg := p.base.
-		WithStdin(s.io).
-		WithStdout(slotWriter{io: s.io}).
-		WithStderr(slotWriter{io: s.io, stderr: true}).
-		WithFSConfig(fsc).
-		WithNanosleep(s.io.nanosleep)
 	// The start-up runs under the tool's deadline, without a fuel limit
 	// (a call's fuel counts from its park point).
 	bootCtx := meter.WithBudget(ctx, &meter.Budget{})

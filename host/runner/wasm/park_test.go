@@ -191,29 +191,20 @@ func TestParked_fuel(t *testing.T) {
 // instances each get their own answer (run with -race).
 func TestParked_concurrent(t *testing.T) {
 	_, p, _ := parkedTool(t, "gopark", nil)
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 25 {
-				in := fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)
-				res, err := p.Run(context.Background(), runner.Request{Input: []byte(in)})
-				var out parkOut
-				if err == nil && res.Err == nil {
-					err = json.Unmarshal(res.Output, &out)
-				}
-				if err != nil || res.Err != nil || out.Input != in || out.Calls != 1 {
-					errs <- fmt.Errorf("%s: %v %v %q", in, err, res.Err, res.Output)
-					return
-				}
+	concurrently(t, 8, func(g int) error {
+		for i := range 25 {
+			in := fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)
+			res, err := p.Run(context.Background(), runner.Request{Input: []byte(in)})
+			var out parkOut
+			if err == nil && res.Err == nil {
+				err = json.Unmarshal(res.Output, &out)
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+			if err != nil || res.Err != nil || out.Input != in || out.Calls != 1 {
+				return fmt.Errorf("%s: %v %v %q", in, err, res.Err, res.Output)
+			}
+		}
+		return nil
+	})
 }
 
 // TestParked_cancelAndClose: a caller's cancel stops a parked call (the

@@ -206,16 +206,33 @@ type fixedSource []byte
 func (s fixedSource) get() []byte { return s }
 func (s fixedSource) put([]byte)  {}
 
+// slotBase makes a pooled instance's parts that do not depend on its kind
+// (its stdio switch, file counts, mounts) and its module config, whose
+// stdio, file systems and sleep reach the current call's through them.
+func (p *prepared) slotBase() (*slot, wazero.ModuleConfig, error) {
+	s := &slot{io: &slotIO{}, fds: &fdCount{}, roots: &rootDirs{open: map[*rootDir]struct{}{}}}
+	ms, fsc, err := p.slotMounts(s.fds, s.roots)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mounts = ms
+	cfg := p.base.
+		WithStdin(s.io).
+		WithStdout(slotWriter{io: s.io}).
+		WithStderr(slotWriter{io: s.io, stderr: true}).
+		WithFSConfig(fsc).
+		WithNanosleep(s.io.nanosleep)
+	return s, cfg, nil
+}
+
 // newSlot instantiates one instance from the snapshot, its memory a
 // private mapping of image when there is one.
 func (p *prepared) newSlot(image *cowImage) (*slot, error) {
 	fp := p.fast
-	s := &slot{io: &slotIO{}, fds: &fdCount{}, roots: &rootDirs{open: map[*rootDir]struct{}{}}}
-	ms, fsc, err := p.slotMounts(s.fds, s.roots)
+	s, cfg, err := p.slotBase()
 	if err != nil {
 		return nil, err
 	}
-	s.mounts = ms
 	var source memorySource = constantSource(fp.memory)
 	if image != nil {
 		if s.mapping, err = image.mapping(); err != nil {
@@ -227,12 +244,6 @@ func (p *prepared) newSlot(image *cowImage) (*slot, error) {
 	// the snapshot; each call re-caps the memory with its own limit.
 	limit := max(p.limits.MemoryBytes, uint64(len(fp.memory)))
 	alloc := &slotAllocator{snapshotAllocator: snapshotAllocator{cap: &memoryCap{limit: limit}, pool: source}}
-	cfg := p.base.
-		WithStdin(s.io).
-		WithStdout(slotWriter{io: s.io}).
-		WithStderr(slotWriter{io: s.io, stderr: true}).
-		WithFSConfig(fsc).
-		WithNanosleep(s.io.nanosleep)
 	mod, err := p.r.rt.InstantiateModule(experimental.WithMemoryAllocator(context.Background(), alloc), p.compiled, cfg)
 	if err != nil {
 		if s.mapping != nil {
