@@ -62,10 +62,17 @@ type probeOut struct {
 
 func decodeProbe(t *testing.T, res runner.Result) probeOut {
 	t.Helper()
+	return decodeOut[probeOut](t, res)
+}
+
+// decodeOut decodes a successful call's output; a failed call or an
+// output that does not decode fails t.
+func decodeOut[T any](t *testing.T, res runner.Result) T {
+	t.Helper()
 	if res.Err != nil {
 		t.Fatalf("call failed: %v (logs %q)", res.Err, res.Logs)
 	}
-	var o probeOut
+	var o T
 	if err := json.Unmarshal(res.Output, &o); err != nil {
 		t.Fatalf("output %q: %v", res.Output, err)
 	}

@@ -41,14 +41,7 @@ func parkedTool(t testing.TB, guest string, edit func(*policy.Grant)) (*wasm.Run
 
 func decodePark(t *testing.T, res runner.Result) parkOut {
 	t.Helper()
-	if res.Err != nil {
-		t.Fatalf("call failed: %v (logs %q)", res.Err, res.Logs)
-	}
-	var out parkOut
-	if err := json.Unmarshal(res.Output, &out); err != nil {
-		t.Fatalf("output %q: %v", res.Output, err)
-	}
-	return out
+	return decodeOut[parkOut](t, res)
 }
 
 // TestParked_freshState: every call of a parked command starts from the
