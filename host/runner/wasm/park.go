@@ -309,7 +309,7 @@ func (p *prepared) newParkedSlot() (_ *slot, err error) {
 	}
 	pk.ctx = &switchContext{base: experimental.WithSnapshotter(wasiguard.WithHooks(context.Background(), pk)), cur: bootCtx}
 	go pk.run(start)
-	if err := <-pk.booted; err != nil {
+	if err = <-pk.booted; err != nil {
 		pk.stop()
 		p.closeModule(mod)
 		pk.release()
