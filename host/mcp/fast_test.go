@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -263,6 +264,37 @@ func TestFastPathStdio(t *testing.T) {
 		if !sameJSON(f.Result, s.Result) {
 			t.Errorf("fast %s\nsdk  %s", f.Result, s.Result)
 		}
+	}
+
+	// Many calls in flight at once, with requests for the SDK between
+	// them: every answer arrives whole, once.
+	const flight = 40
+	for i := range flight {
+		line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"core__echo","arguments":{"i":%d}}}`, 100+i, i)
+		if i%10 == 0 {
+			line += "\n" + fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, 200+i)
+		}
+		if _, err := io.WriteString(c.w, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[int]bool{}
+	for len(seen) < flight+flight/10 {
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal([]byte(line), &r) != nil || r.Result == nil || seen[r.ID] {
+			t.Fatalf("answer %d: %.200s", len(seen), line)
+		}
+		if r.ID < 200 && !strings.Contains(line, fmt.Sprintf(`"structuredContent":{"i":%d}`, r.ID-100)) {
+			t.Fatalf("answer to %d: %.200s", r.ID, line)
+		}
+		seen[r.ID] = true
 	}
 
 	// notifications/cancelled stops a call on the fast path.
