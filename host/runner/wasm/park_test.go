@@ -254,3 +254,20 @@ func TestParked_retire(t *testing.T) {
 		t.Fatalf("%d parked calls, %d instances replaced; want one replaced after %d calls", hits, discards, wasm.ParkRetire)
 	}
 }
+
+// TestParked_deterministic: a deterministic command is never parked (its
+// clock and random stream are per call), so each call replays exactly.
+func TestParked_deterministic(t *testing.T) {
+	e := newEnv(t)
+	r := newPoolRunner(t, 64<<20)
+	p := prepare(t, r, goGuest(t, "goprobe"), e, func(g *policy.Grant) { g.Limits.Deterministic = true })
+	if wasm.Parks(p) {
+		t.Fatal("a deterministic command is parked")
+	}
+	first := run(t, p, `{"ops":[{"op":"now"}]}`)
+	for range 3 {
+		if next := run(t, p, `{"ops":[{"op":"now"}]}`); next.Err != nil || string(next.Output) != string(first.Output) {
+			t.Fatalf("%v %q, first %q", next.Err, next.Output, first.Output)
+		}
+	}
+}
