@@ -44,7 +44,7 @@ func TestSoak(t *testing.T) {
 	all := []string{hosttest.Toolpacks(t), sleepPack(t, 200), commandPack(t)}
 	// The short-lived hosts load a small pack: each New prepares its
 	// tools again, and the point is Close during calls, not compiling.
-	small := []string{filepath.Join(hosttest.Toolpacks(t), "core"), filepath.Join(hosttest.Toolpacks(t), "text"), all[1]}
+	small := []string{filepath.Join(hosttest.Toolpacks(t), "core"), filepath.Join(hosttest.Toolpacks(t), "text"), all[1], all[2]}
 	pol := hosttest.Policy(t, "workspace: "+ws)
 	newHost := func(dirs ...string) *host.Host {
 		h, err := host.New(context.Background(), host.Options{Dirs: dirs, Policy: pol, CacheDir: hosttest.CacheDir(t)})
@@ -56,6 +56,7 @@ func TestSoak(t *testing.T) {
 	// Warm the disk caches, then take the baseline.
 	warm := newHost(all...)
 	warm.Call(context.Background(), "core:echo", nil)
+	warm.Call(context.Background(), "cmd:echo", nil) // its module is compiled apart
 	warm.Close(context.Background())
 	time.Sleep(200 * time.Millisecond)
 	baseG, baseFD, baseTmp := runtime.NumGoroutine(), openFDs(), tmpEntries(tmp)
