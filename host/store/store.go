@@ -132,9 +132,9 @@ func redactURL(u string) string {
 	return u
 }
 
-// q returns query with the placeholders the backend takes. SQLite takes
-// the question marks as written; PostgreSQL takes them numbered in order,
-// each one replaced by a dollar sign and its position.
+// q returns query with the placeholders its backend expects. For SQLite
+// that is the question marks as written. For PostgreSQL, each question
+// mark becomes a dollar sign and its position in the query ($1, $2, ...).
 func (s *Store) q(query string) string {
 	if !s.postgres {
 		return query
