@@ -290,14 +290,10 @@ func (p *prepared) newParkedSlot() (_ *slot, err error) {
 		return nil, err
 	}
 	s.mod = mod
-	for _, name := range cp.globals {
-		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
-		if !ok {
-			p.closeModule(mod)
-			_ = release(region)
-			return nil, fmt.Errorf("global export %s is not mutable", name)
-		}
-		pk.globals = append(pk.globals, g)
+	if pk.globals, err = mutableGlobals(mod, cp.globals); err != nil {
+		p.closeModule(mod)
+		_ = release(region)
+		return nil, err
 	}
 	s.globals = pk.globals
 	s.check = mod.ExportedFunction(exportFdCheck)
@@ -523,26 +519,6 @@ func (pk *parked) call(ctx context.Context) (returned bool, err error) {
 		return true, sys.NewExitError(c.code)
 	}
 	return true, nil
-}
-
-// restore puts a parked instance back into its snapshot's state (the
-// pages its call wrote, its globals) while it waits at proc_exit.
-func (pk *parked) restore(scratch []byte) (pagemap []byte, private int, err error) {
-	if len(pk.mem.buf) != pk.size {
-		return scratch, 0, fmt.Errorf("the instance's memory is %d bytes, want %d", len(pk.mem.buf), pk.size)
-	}
-	buf := pk.buf()
-	pagemap, maybe := pk.image.written(buf, scratch)
-	restoreDirty(buf, pk.view, maybe)
-	for page := range pk.size / pageSize {
-		if maybe(page) {
-			private++
-		}
-	}
-	for i, g := range pk.globals {
-		g.Set(pk.values[i])
-	}
-	return pagemap, private, nil
 }
 
 // stop ends the instance's goroutine and waits for it. Idempotent.

@@ -252,18 +252,14 @@ func (p *prepared) newSlot(image *cowImage) (*slot, error) {
 		return nil, err
 	}
 	s.mod, s.mem = mod, alloc.mem
-	for i, name := range fp.globals {
-		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
-		if !ok {
-			p.closeModule(mod)
-			if s.mapping != nil {
-				_ = image.unmap(s.mapping)
-			}
-			return nil, fmt.Errorf("global export %s is not mutable", name)
+	if s.globals, err = mutableGlobals(mod, fp.globals); err != nil {
+		p.closeModule(mod)
+		if s.mapping != nil {
+			_ = image.unmap(s.mapping)
 		}
-		g.Set(fp.values[i])
-		s.globals = append(s.globals, g)
+		return nil, err
 	}
+	setGlobals(s.globals, fp.values)
 	s.call, s.check = mod.ExportedFunction(exportCall), mod.ExportedFunction(exportFdCheck)
 	if s.call == nil || s.check == nil || s.mem == nil {
 		p.closeModule(mod)
@@ -273,6 +269,26 @@ func (p *prepared) newSlot(image *cowImage) (*slot, error) {
 		return nil, fmt.Errorf("instance lacks %s or %s", exportCall, exportFdCheck)
 	}
 	return s, nil
+}
+
+// setCap puts the instance's memory under a call's cap.
+func (s *slot) setCap(m *memoryCap) {
+	if s.park != nil {
+		s.park.mem.cap = m
+	} else {
+		s.mem.cap = m
+	}
+}
+
+// run runs one call on the instance (its stdio already the call's):
+// agenthost_call for a reactor's, a resume for a parked command's.
+// returned is false when the guest did not return to the host (a trap,
+// proc_exit, a stopped call, a command returning from _start).
+func (s *slot) run(ctx context.Context) (returned bool, err error) {
+	if s.park != nil {
+		return s.park.call(ctx)
+	}
+	return callExport(ctx, s.call)
 }
 
 // snapshotSize is the size of the instance's memory at its snapshot.
@@ -343,10 +359,14 @@ func everyPage(int) bool { return true }
 // whole memory (see restoreMode) and every mutable global. clean has
 // checked that the memory did not grow.
 func (sp *slotPool) restore(s *slot) error {
-	if s.park != nil {
-		var err error
-		s.pagemap, s.private, err = s.park.restore(s.pagemap)
-		return err
+	if pk := s.park; pk != nil {
+		// Restored while its goroutine waits at proc_exit (park.go).
+		if len(pk.mem.buf) != pk.size {
+			return fmt.Errorf("the instance's memory is %d bytes, want %d", len(pk.mem.buf), pk.size)
+		}
+		s.restoreMapped(pk.image, pk.buf(), pk.view)
+		setGlobals(s.globals, pk.values)
+		return nil
 	}
 	fp := sp.p.fast
 	if len(s.mem.buf) != len(fp.memory) {
@@ -359,22 +379,47 @@ func (sp *slotPool) restore(s *slot) error {
 			return err
 		}
 	} else if s.mapping != nil {
-		var maybe func(int) bool
-		s.pagemap, maybe = sp.image.written(s.mapping, s.pagemap)
-		restoreDirty(s.mem.buf, fp.memory, maybe)
-		s.private = 0
-		for page := range len(fp.memory) / pageSize {
-			if maybe(page) {
-				s.private++
-			}
-		}
+		s.restoreMapped(sp.image, s.mem.buf, fp.memory)
 	} else {
 		restoreDirty(s.mem.buf, fp.memory, everyPage)
 	}
-	for i, g := range s.globals {
-		g.Set(fp.values[i])
-	}
+	setGlobals(s.globals, fp.values)
 	return nil
+}
+
+// restoreMapped restores mem, a private mapping of image, to snap (the
+// image's bytes): only the pages pagemap reports written are compared,
+// and their count is what the instance holds privately.
+func (s *slot) restoreMapped(image *cowImage, mem, snap []byte) {
+	var maybe func(int) bool
+	s.pagemap, maybe = image.written(mem, s.pagemap)
+	restoreDirty(mem, snap, maybe)
+	s.private = 0
+	for page := range len(snap) / pageSize {
+		if maybe(page) {
+			s.private++
+		}
+	}
+}
+
+// mutableGlobals returns the module's mutable globals exported as names.
+func mutableGlobals(mod api.Module, names []string) ([]api.MutableGlobal, error) {
+	out := make([]api.MutableGlobal, 0, len(names))
+	for _, name := range names {
+		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
+		if !ok {
+			return nil, fmt.Errorf("global export %s is not mutable", name)
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// setGlobals sets each global back to its snapshot value.
+func setGlobals(globals []api.MutableGlobal, values []uint64) {
+	for i, g := range globals {
+		g.Set(values[i])
+	}
 }
 
 // clean reports whether a call left the instance reusable (see the file
@@ -432,11 +477,7 @@ func (p *prepared) runReused(ctx context.Context, sp *slotPool, req runner.Reque
 	c.stdout = limitio.NewWriter(p.limits.MaxOutputBytes, func() { stop(errOutputLimit) })
 	c.memory = &memoryCap{limit: p.limits.MemoryBytes}
 	size := p.snapshotSize(s)
-	if s.park != nil {
-		s.park.mem.cap = c.memory
-	} else {
-		s.mem.cap = c.memory
-	}
+	s.setCap(c.memory)
 	s.fds.reset()
 	// The meter's budget: the deadline always, fuel when limited.
 	c.budget = &meter.Budget{Fuel: p.limits.Fuel}
@@ -457,11 +498,7 @@ func (p *prepared) runReused(ctx context.Context, sp *slotPool, req runner.Reque
 		// initial memory can be: stopped before the guest runs.
 		stop(errMemoryLimit)
 	} else {
-		if s.park != nil {
-			returned, runErr = s.park.call(ctx)
-		} else {
-			returned, runErr = callExport(ctx, s.call)
-		}
+		returned, runErr = s.run(ctx)
 		ran = true
 	}
 	stopped := context.Cause(ctx)

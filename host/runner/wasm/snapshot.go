@@ -388,14 +388,12 @@ func (fp *fastPath) instantiate(ctx context.Context, p *prepared, cfg wazero.Mod
 	if err != nil {
 		return nil, err
 	}
-	for i, name := range fp.globals {
-		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
-		if !ok {
-			p.closeModule(mod)
-			return nil, fmt.Errorf("global export %s is not mutable", name)
-		}
-		g.Set(fp.values[i])
+	globals, err := mutableGlobals(mod, fp.globals)
+	if err != nil {
+		p.closeModule(mod)
+		return nil, err
 	}
+	setGlobals(globals, fp.values)
 	return mod, nil
 }
 
