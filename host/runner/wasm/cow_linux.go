@@ -26,6 +26,9 @@ type cowImage struct {
 	mu   sync.RWMutex
 	fd   int // -1 once closed
 	size int
+	// stored is how many bytes the memfd holds: the snapshot's pages that
+	// are not all zeros (the others are holes).
+	stored int
 	// pagemap is /proc/self/pagemap, -1 when it cannot be read (then
 	// every page counts as written).
 	pagemap int
@@ -46,6 +49,7 @@ func newCOWImage(snap []byte) (*cowImage, error) {
 		_ = unix.Close(fd)
 		return nil, fmt.Errorf("size snapshot: %w", err)
 	}
+	stored := 0
 	for off := 0; off < len(snap); {
 		if allZero(snap[off : off+pageSize]) {
 			off += pageSize
@@ -55,6 +59,7 @@ func newCOWImage(snap []byte) (*cowImage, error) {
 		for end < len(snap) && !allZero(snap[end:end+pageSize]) {
 			end += pageSize
 		}
+		stored += end - off
 		for off < end {
 			n, err := unix.Pwrite(fd, snap[off:end], int64(off))
 			if err != nil {
@@ -68,7 +73,7 @@ func newCOWImage(snap []byte) (*cowImage, error) {
 	if err != nil {
 		pm = -1
 	}
-	return &cowImage{fd: fd, size: len(snap), pagemap: pm}, nil
+	return &cowImage{fd: fd, size: len(snap), stored: stored, pagemap: pm}, nil
 }
 
 // zeroPage is a page of zeros, for allZero.

@@ -104,8 +104,6 @@ type parked struct {
 	// start-up's outcome was sent.
 	probes   int
 	reported bool
-	// imageBytes is what the image holds: its pages that are not zero.
-	imageBytes uint64
 	// size is the memory's size at the park point, image its snapshot
 	// (the memory, buf, is a private mapping of it) and view a read-only
 	// mapping of the image.
@@ -432,14 +430,9 @@ func (pk *parked) park(ctx context.Context, mod api.Module) error {
 		// new image (mapOnto replaces the old one).
 		_ = pk.image.unmap(pk.view)
 		_ = pk.image.close()
-		pk.image, pk.view, pk.imageBytes = nil, nil, 0
+		pk.image, pk.view = nil, nil
 	}
 	pk.size = int(mod.Memory().Size())
-	for off := 0; off < pk.size; off += pageSize {
-		if !allZero(pk.mem.buf[off : off+pageSize]) {
-			pk.imageBytes += pageSize
-		}
-	}
 	im, err := newCOWImage(pk.buf())
 	if err != nil {
 		return &errNotParkable{why: err.Error()}

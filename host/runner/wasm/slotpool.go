@@ -166,7 +166,7 @@ func (sp *slotPool) recharge(s *slot) {
 	held := instanceOverhead + uint64(s.private)*pageSize
 	switch {
 	case s.park != nil:
-		held += s.park.imageBytes
+		held += uint64(s.park.image.stored) // its image's pages
 	case sp.image == nil || s.mapping == nil:
 		return
 	}
