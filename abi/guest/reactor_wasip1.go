@@ -91,7 +91,7 @@ func commandStdin(warmTypes func()) io.Reader {
 		warm()
 		return os.Stdin
 	case err != nil:
-		return io.MultiReader(errReader{err})
+		return errReader{err}
 	case n == 0:
 		return bytes.NewReader(nil)
 	}

@@ -143,22 +143,39 @@ func (f *fast) cancel(session string, params json.RawMessage) {
 	}
 }
 
-// plain returns the tool of a plain tools/call's params: its wire name,
-// its tool ID and the arguments; false when the params are not plain or
-// name no listed tool.
-func (s *Server) plain(params json.RawMessage) (name, id string, args json.RawMessage, ok bool) {
+// plainRequest is a plain tools/call, decoded.
+type plainRequest struct {
+	id   json.RawMessage // the request ID as sent
+	key  string          // its idKey
+	name string          // the tool's wire name
+	tool string          // its tool ID
+	args json.RawMessage
+}
+
+// plain decodes a message that is a plain tools/call naming a listed
+// tool; false for any other message.
+func (s *Server) plain(msg []byte) (plainRequest, bool) {
+	var c plainCall
+	if !strict(msg, &c) || c.JSONRPC != "2.0" || c.Method != "tools/call" {
+		return plainRequest{}, false
+	}
+	key, ok := idKey(c.ID)
+	if !ok {
+		return plainRequest{}, false
+	}
 	var p plainParams
-	if !strict(params, &p) {
-		return "", "", nil, false
+	if !strict(c.Params, &p) {
+		return plainRequest{}, false
 	}
 	s.mu.Lock()
-	id, ok = s.ids[p.Name]
+	tool, ok := s.ids[p.Name]
 	s.mu.Unlock()
-	return p.Name, id, p.Arguments, ok
+	return plainRequest{id: c.ID, key: key, name: p.Name, tool: tool, args: p.Arguments}, ok
 }
 
 // runFast runs a call on the fast path and returns its result as JSON.
-func (s *Server) runFast(ctx context.Context, key fastKey, name, id string, args json.RawMessage) (json.RawMessage, error) {
+func (s *Server) runFast(ctx context.Context, session string, req plainRequest) (json.RawMessage, error) {
+	key := fastKey{session, req.key}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	f := &s.fast
@@ -170,9 +187,9 @@ func (s *Server) runFast(ctx context.Context, key fastKey, name, id string, args
 		delete(f.running, key)
 		f.mu.Unlock()
 	}()
-	env := s.h.Call(ctx, id, args)
+	env := s.h.Call(ctx, req.tool, req.args)
 	f.calls.Add(1)
-	return json.Marshal(resultOf(name, env))
+	return json.Marshal(resultOf(req.name, env))
 }
 
 // serveFast answers an HTTP POST of body on the fast path, and reports
@@ -189,23 +206,15 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, body []byte) 
 		!isJSON(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) || rebinding(r) {
 		return false
 	}
-	var c plainCall
-	if !strict(body, &c) || c.JSONRPC != "2.0" || c.Method != "tools/call" {
-		return false
-	}
-	key, ok := idKey(c.ID)
-	if !ok {
-		return false
-	}
-	name, id, args, ok := s.plain(c.Params)
+	req, ok := s.plain(body)
 	if !ok {
 		return false
 	}
 	// From here on the call has run: it is answered here, whatever
 	// happens (never run again by the SDK).
-	res, err := s.runFast(r.Context(), fastKey{session, key}, name, id, args)
+	res, err := s.runFast(r.Context(), session, req)
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(fastAnswer(c.ID, res, err))
+	_, _ = w.Write(fastAnswer(req.id, res, err))
 	return true
 }
 

@@ -77,15 +77,7 @@ func (f *stdioFast) take(line []byte) bool {
 // call runs a plain tools/call in the background and reports true; false
 // (nothing done) for any other request.
 func (f *stdioFast) call(line []byte) bool {
-	var c plainCall
-	if !strict(line, &c) || c.JSONRPC != "2.0" || c.Method != "tools/call" {
-		return false
-	}
-	key, ok := idKey(c.ID)
-	if !ok {
-		return false
-	}
-	name, id, args, ok := f.s.plain(c.Params)
+	req, ok := f.s.plain(line)
 	if !ok {
 		return false
 	}
@@ -97,8 +89,8 @@ func (f *stdioFast) call(line []byte) bool {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		res, err := f.s.runFast(f.ctx, fastKey{f.session, key}, name, id, args)
-		_, _ = f.out.Write(append(fastAnswer(c.ID, res, err), '\n'))
+		res, err := f.s.runFast(f.ctx, f.session, req)
+		_, _ = f.out.Write(append(fastAnswer(req.id, res, err), '\n'))
 	}()
 	return true
 }
