@@ -90,9 +90,10 @@ func BenchmarkServe(b *testing.B) {
 	defer srv.Close()
 	sdkOnly := mcp.New(h, mcp.Options{NoFastPath: true})
 	defer sdkOnly.Close()
-	for name, s := range map[string]*mcp.Server{"http": srv, "http-sdk": sdkOnly} {
+	// Each HTTP case: the same client, sending the same call, to handler.
+	overHTTP := func(name string, handler http.Handler) {
 		b.Run(name, func(b *testing.B) {
-			ts := httptest.NewServer(s.Handler())
+			ts := httptest.NewServer(handler)
 			defer ts.Close()
 			c := newRawHTTP(b, ts.URL)
 			for i := 0; b.Loop(); i++ {
@@ -100,39 +101,26 @@ func BenchmarkServe(b *testing.B) {
 			}
 		})
 	}
-	b.Run("http-floor", func(b *testing.B) {
-		// The floor of Streamable HTTP: the same client and loopback
-		// connection, answered by a handler that reads the body and
-		// writes back a canned result.
-		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	overHTTP("http", srv.Handler())
+	overHTTP("http-sdk", sdkOnly.Handler())
+	// The floors of Streamable HTTP: a handler that reads the body and
+	// writes back a canned result, and one that makes the host.Call and
+	// writes its envelope (what a tool call costs inside any handler).
+	floor := func(result func(*http.Request) []byte) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.ReadAll(r.Body)
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Mcp-Session-Id", "floor")
-			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1}}}`)
-		}))
-		defer ts.Close()
-		c := newRawHTTP(b, ts.URL)
-		for i := 0; b.Loop(); i++ {
-			c.post(b, fmt.Sprintf(call, i+2), true)
-		}
-	})
-	b.Run("http-floor-call", func(b *testing.B) {
-		// The same with host.Call in the handler: what a tool call costs
-		// inside any HTTP handler on this machine.
-		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.ReadAll(r.Body)
-			env := h.Call(r.Context(), "core:echo", json.RawMessage(`{"a":1}`))
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Mcp-Session-Id", "floor")
-			out, _ := json.Marshal(env)
-			_, _ = w.Write(append([]byte(`{"jsonrpc":"2.0","id":2,"result":`), append(out, '}')...))
-		}))
-		defer ts.Close()
-		c := newRawHTTP(b, ts.URL)
-		for i := 0; b.Loop(); i++ {
-			c.post(b, fmt.Sprintf(call, i+2), true)
-		}
-	})
+			_, _ = w.Write(append(append([]byte(`{"jsonrpc":"2.0","id":2,"result":`), result(r)...), '}'))
+		})
+	}
+	overHTTP("http-floor", floor(func(*http.Request) []byte {
+		return []byte(`{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1}}`)
+	}))
+	overHTTP("http-floor-call", floor(func(r *http.Request) []byte {
+		out, _ := json.Marshal(h.Call(r.Context(), "core:echo", json.RawMessage(`{"a":1}`)))
+		return out
+	}))
 	b.Run("pipe", func(b *testing.B) {
 		// The floor of stdio: the same client and pipes, answered by a
 		// loop that writes back a canned result line per line read.
