@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
 // firstPartyCalls are typical calls of every first-party wasm tool that
@@ -61,12 +64,18 @@ func callName(tool, args string) string {
 
 // BenchmarkFirstParty calls every first-party wasm tool (fresh state per
 // call) with core:echo as the reference in the same run: a tool that
-// touches files should cost about what echo costs.
+// touches files should cost about what echo costs. Each tool's
+// "<name>/raw-reused" is the reference for its own work: the same module
+// on a bare wazero runtime, one instance called again and again with
+// nothing restored, metered or checked (the workspace mounted at
+// /workspace, a /tmp kept across calls).
 func BenchmarkFirstParty(b *testing.B) {
 	ctx := context.Background()
 	h := firstPartyHost(b)
+	ws := h.Policy().Workspace
 	for _, c := range firstPartyCalls {
-		b.Run(callName(c.tool, c.args), func(b *testing.B) {
+		name := callName(c.tool, c.args)
+		b.Run(name, func(b *testing.B) {
 			args := json.RawMessage(c.args)
 			if env := h.Call(ctx, c.tool, args); env.Error != nil {
 				b.Fatal(env.Error)
@@ -75,6 +84,18 @@ func BenchmarkFirstParty(b *testing.B) {
 				if env := h.Call(ctx, c.tool, args); env.Error != nil {
 					b.Fatal(env.Error)
 				}
+			}
+		})
+		b.Run(name+"/raw-reused", func(b *testing.B) {
+			tool, err := h.Tool(c.tool)
+			if err != nil {
+				b.Fatal(err)
+			}
+			call := rawReused(b, tool.ModulePath(), ws)
+			args := []byte(c.args)
+			call(args)
+			for b.Loop() {
+				call(args)
 			}
 		})
 	}
@@ -209,4 +230,47 @@ func residentBytes() int64 {
 		}
 	}
 	return 0
+}
+
+// rawReused instantiates the reactor module at path on a bare wazero
+// runtime (no meter, no snapshot, no file rules: ws mounted at
+// /workspace, a temporary folder at /tmp) and returns a function that
+// calls it once with args, failing b on a failed call.
+func rawReused(b *testing.B, path, ws string) func(args []byte) {
+	b.Helper()
+	ctx := context.Background()
+	code, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(hosttest.CacheDir(b), "wazero"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCompilationCache(cache))
+	b.Cleanup(func() { _ = rt.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	in := &bytes.Reader{}
+	var out bytes.Buffer
+	fsc := wazero.NewFSConfig().WithDirMount(ws, "/workspace").WithDirMount(b.TempDir(), "/tmp")
+	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().WithStdin(in).WithStdout(&out).
+		WithFSConfig(fsc).WithSysNanotime().WithSysWalltime()
+	m, err := rt.InstantiateWithConfig(ctx, code, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, fn := range []string{"_initialize", "agenthost_init"} {
+		if _, err := m.ExportedFunction(fn).Call(ctx); err != nil {
+			b.Fatalf("%s: %v", fn, err)
+		}
+	}
+	call := m.ExportedFunction("agenthost_call")
+	return func(args []byte) {
+		in.Reset(args)
+		out.Reset()
+		res, err := call.Call(ctx)
+		if err != nil || len(res) != 1 || res[0] != 0 {
+			b.Fatalf("call: %v %v: %s", res, err, out.Bytes())
+		}
+	}
 }

@@ -17,7 +17,8 @@ import (
 // BenchmarkGuestAfterRestore isolates the guest's own time per call on a
 // bare runtime: one reactor instance of AGENTHOST_BENCH_REACTOR, with its
 // memory and globals restored from a snapshot before each call (restored)
-// or left as the previous call left them (reused).
+// or left as the previous call left them (reused). AGENTHOST_BENCH_INPUT
+// replaces the default arguments (an echo message).
 func BenchmarkGuestAfterRestore(b *testing.B) {
 	path := os.Getenv("AGENTHOST_BENCH_REACTOR")
 	if path == "" {
@@ -108,6 +109,9 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 			}
 			call := m.ExportedFunction(exportCall)
 			input := []byte(`{"message":"hello, world","n":42,"tags":["a","b"]}`)
+			if s := os.Getenv("AGENTHOST_BENCH_INPUT"); s != "" {
+				input = []byte(s)
+			}
 			flushBuf := make([]byte, 16<<20)
 			b.ResetTimer()
 			for b.Loop() {

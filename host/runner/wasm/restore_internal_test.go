@@ -28,6 +28,11 @@ func TestRestoreDirty(t *testing.T) {
 		{name: "first and last byte", write: func(m []byte) { m[0]++; m[len(m)-1]++ }, pages: 2},
 		{name: "written back unchanged", write: func(m []byte) { copy(m[pageSize:], snap[pageSize:2*pageSize]) }, pages: 0},
 		{name: "a line boundary", write: func(m []byte) { m[5*pageSize+cacheLine-1]++; m[5*pageSize+cacheLine]++ }, pages: 1},
+		{name: "one byte in each word of a line", write: func(m []byte) {
+			for w := range cacheLine / 8 {
+				m[6*pageSize+2*cacheLine+8*w+w]++
+			}
+		}, pages: 1},
 		{name: "everything", write: func(m []byte) { clear(m) }, pages: 8},
 	}
 	for _, tc := range tests {
