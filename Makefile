@@ -55,6 +55,7 @@ fuzz: ## run each fuzz target for 10s (FUZZTIME=...)
 	$(GO) test -run '^$$' -fuzz '^FuzzCoerce$$' -fuzztime $(FUZZTIME) ./host/schema
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./host/workflow
 	$(GO) test -run '^$$' -fuzz '^FuzzEdge$$' -fuzztime $(FUZZTIME) ./host/mcp
+	$(GO) test -run '^$$' -fuzz '^FuzzMemTmp$$' -fuzztime $(FUZZTIME) ./host/internal/sandboxfs
 
 lint: ## go vet (host and wasip1) and staticcheck
 	$(GO) vet ./...

@@ -16,6 +16,11 @@ import (
 	"github.com/agenthost/agenthost/host/queue"
 )
 
+// testDialTimeout is how long a test's client waits to connect: the
+// client's default (2 s) is too short under the race detector on a
+// loaded 2-core machine.
+const testDialTimeout = 15 * time.Second
+
 // startNATS runs an embedded nats-server with JetStream on a free port.
 func startNATS(t *testing.T) string { return startNATSB(t) }
 
@@ -37,7 +42,7 @@ func connect(t *testing.T, url string) *nats.Conn { return connectB(t, url) }
 
 func connectB(t testing.TB, url string) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, nats.Timeout(testDialTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +88,7 @@ func startWorker(t *testing.T, url, name string, tl *tools, o queue.Options) (st
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, nats.Timeout(testDialTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +261,7 @@ func startWorkerB(b testing.TB, url, name string, o queue.Options) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, nats.Timeout(testDialTimeout))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,9 +1,12 @@
 // Package sandboxfs is the file system a WASI guest sees: a wazero
-// experimental/sys.FS over one host folder that checks the grant's glob
-// rules on every operation, file by file, and records every refusal.
+// experimental/sys.FS over one host folder (or, for /tmp, over files in
+// memory) that checks the grant's glob rules on every operation, file by
+// file, and records every refusal.
 //
 // An [FS] serves one mount (/workspace, /tool, /cache, /tmp or an extra
-// mount). Each path is cleaned, then resolved one component at a time:
+// mount). /tmp (a Temp mount) is no host folder: its files live in the
+// host's memory for one call, within a byte limit (Config.TempBytes).
+// For the other mounts each path is cleaned, then resolved one component at a time:
 // symbolic links are read and followed inside the mount only (a link
 // whose target is absolute or climbs above the mount is refused), so the
 // rules are checked against the canonical path of the file really

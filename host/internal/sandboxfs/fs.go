@@ -44,9 +44,13 @@ type Config struct {
 	ReadOnly bool
 	// Create makes Dir (and its parents) on first use ($CACHE).
 	Create bool
-	// Temp makes a fresh temporary folder on first use and removes it on
-	// Close ($TMP). Nothing is created when the guest never touches it.
+	// Temp makes the mount an empty folder in memory, dropped on Close
+	// ($TMP; see memTmp). The Checker is not asked: $TMP is always
+	// readable and writable.
 	Temp bool
+	// TempBytes is the most a Temp mount's files may hold (each entry
+	// also counts nodeCost bytes); 0 means DefaultTempBytes.
+	TempBytes int64
 	// Denials receives every refusal. Required.
 	Denials *Denials
 }
@@ -66,7 +70,11 @@ type FS struct {
 	root   *os.Root
 	dir    string
 	err    error
+	mem    *memTmp // a Temp mount's files
 }
+
+// DefaultTempBytes is a Temp mount's limit when Config.TempBytes is 0.
+const DefaultTempBytes = 256 << 20
 
 // New returns the FS of one mount. The host folder is opened lazily, on
 // the guest's first access.
@@ -91,6 +99,9 @@ func New(cfg Config) (*FS, error) {
 		}
 	}
 	out := &FS{cfg: cfg, prefix: prefix}
+	if cfg.Temp {
+		out.mem = out.newTemp()
+	}
 	if prefix != "" {
 		base, ok := strings.CutSuffix(filepath.Clean(cfg.Dir), string(filepath.Separator)+filepath.FromSlash(prefix))
 		if !ok || base == "" {
@@ -104,28 +115,36 @@ func New(cfg Config) (*FS, error) {
 // GuestPath returns where the guest sees the mount.
 func (f *FS) GuestPath() string { return f.cfg.GuestPath }
 
-// Dir returns the host folder in use ("" while a Temp folder has not been
-// created yet).
+// tempBytes is a Temp mount's limit.
+func (c Config) tempBytes() int64 {
+	if c.TempBytes > 0 {
+		return c.TempBytes
+	}
+	return DefaultTempBytes
+}
+
+// Dir returns the host folder in use ("" for a Temp mount, which has
+// none, and before the first access).
 func (f *FS) Dir() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.dir
 }
 
-// Close releases the host folder and removes it if it is a Temp folder.
+// Close releases the host folder, or drops a Temp mount's files.
 func (f *FS) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
-	var errs []error
+	if f.mem != nil {
+		f.mem.close()
+	}
 	if f.root != nil {
-		errs = append(errs, f.root.Close())
+		err := f.root.Close()
 		f.root = nil
+		return err
 	}
-	if f.cfg.Temp && f.dir != "" {
-		errs = append(errs, removeTemp(f.dir))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // Reopen makes a closed FS usable by another call: the host folder is
@@ -138,24 +157,28 @@ func (f *FS) Reopen() {
 		_ = f.root.Close()
 	}
 	f.opened, f.closed, f.root, f.dir, f.err = false, false, nil, "", nil
+	if f.cfg.Temp {
+		f.mem = f.newTemp()
+	}
 }
 
-// removeTemp removes a per-call folder even if the guest made parts of it
-// read-only.
-func removeTemp(dir string) error {
-	if err := os.RemoveAll(dir); err == nil {
-		return nil
-	}
-	_ = fs.WalkDir(os.DirFS(dir), ".", func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(path.Join(dir, p), 0o700)
-		}
-		return nil
+// newTemp returns an empty Temp mount whose first refusal for lack of
+// room is recorded with the denials.
+func (f *FS) newTemp() *memTmp {
+	limit := f.cfg.tempBytes()
+	return newMemTmp(limit, func() {
+		f.cfg.Denials.Record(fmt.Sprintf("denied: write %s: full (its files may hold %d bytes)", f.cfg.GuestPath, limit))
 	})
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove temp %s: %w", dir, err)
+}
+
+// temp returns a Temp mount's files; ok is false for another mount.
+func (f *FS) temp() (m *memTmp, ok bool) {
+	if !f.cfg.Temp {
+		return nil, false
 	}
-	return nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mem, true
 }
 
 // open returns the root, opening (and creating) the host folder on first
@@ -178,14 +201,7 @@ func (f *FS) open() (*os.Root, experimentalsys.Errno) {
 
 func (f *FS) openLocked() (*os.Root, string, error) {
 	dir := f.cfg.Dir
-	switch {
-	case f.cfg.Temp:
-		d, err := os.MkdirTemp("", "agenthost-tmp-")
-		if err != nil {
-			return nil, "", fmt.Errorf("make temp: %w", err)
-		}
-		dir = d
-	case f.cfg.Create:
+	if f.cfg.Create {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, dir, fmt.Errorf("make %s: %w", dir, err)
 		}
@@ -361,6 +377,9 @@ func (f *FS) lookup(op, p, mode string, followLast bool) (*os.Root, string, expe
 
 // OpenFile implements experimentalsys.FS.
 func (f *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if m, ok := f.temp(); ok {
+		return m.OpenFile(p, flag, perm)
+	}
 	acc := flag & (experimentalsys.O_RDONLY | experimentalsys.O_RDWR | experimentalsys.O_WRONLY)
 	read := acc != experimentalsys.O_WRONLY
 	write := acc != experimentalsys.O_RDONLY || flag&(experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_APPEND) != 0
@@ -468,11 +487,17 @@ func osFlag(flag experimentalsys.Oflag) int {
 
 // Stat implements experimentalsys.FS.
 func (f *FS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	if m, ok := f.temp(); ok {
+		return m.Stat(p)
+	}
 	return f.stat(p, true)
 }
 
 // Lstat implements experimentalsys.FS.
 func (f *FS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	if m, ok := f.temp(); ok {
+		return m.Lstat(p)
+	}
 	return f.stat(p, false)
 }
 
@@ -493,6 +518,9 @@ func (f *FS) stat(p string, follow bool) (sys.Stat_t, experimentalsys.Errno) {
 
 // Readlink implements experimentalsys.FS.
 func (f *FS) Readlink(p string) (string, experimentalsys.Errno) {
+	if m, ok := f.temp(); ok {
+		return m.Readlink(p)
+	}
 	root, rel, errno := f.lookup("readlink", p, "read", false)
 	if errno != 0 {
 		return "", errno
@@ -521,6 +549,9 @@ func (f *FS) writable(op, p string, follow bool) (*os.Root, string, experimental
 
 // Mkdir implements experimentalsys.FS.
 func (f *FS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	if m, ok := f.temp(); ok {
+		return m.Mkdir(p, perm)
+	}
 	root, rel, errno := f.writable("mkdir", p, false)
 	if errno != 0 {
 		return errno
@@ -530,6 +561,9 @@ func (f *FS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
 
 // Chmod implements experimentalsys.FS.
 func (f *FS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	if m, ok := f.temp(); ok {
+		return m.Chmod(p, perm)
+	}
 	root, rel, errno := f.writable("chmod", p, true)
 	if errno != 0 {
 		return errno
@@ -539,6 +573,9 @@ func (f *FS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
 
 // Rename implements experimentalsys.FS.
 func (f *FS) Rename(from, to string) experimentalsys.Errno {
+	if m, ok := f.temp(); ok {
+		return m.Rename(from, to)
+	}
 	root, fromRel, errno := f.writable("rename", from, false)
 	if errno != 0 {
 		return errno
@@ -607,6 +644,9 @@ func (f *FS) moveGains(root *os.Root, fromRel, toRel string) string {
 
 // Rmdir implements experimentalsys.FS.
 func (f *FS) Rmdir(p string) experimentalsys.Errno {
+	if m, ok := f.temp(); ok {
+		return m.Rmdir(p)
+	}
 	root, rel, errno := f.writable("rmdir", p, false)
 	if errno != 0 {
 		return errno
@@ -623,6 +663,9 @@ func (f *FS) Rmdir(p string) experimentalsys.Errno {
 
 // Unlink implements experimentalsys.FS.
 func (f *FS) Unlink(p string) experimentalsys.Errno {
+	if m, ok := f.temp(); ok {
+		return m.Unlink(p)
+	}
 	root, rel, errno := f.writable("unlink", p, false)
 	if errno != 0 {
 		return errno
@@ -641,6 +684,9 @@ func (f *FS) Unlink(p string) experimentalsys.Errno {
 // and writable under the grant: a hard link is a second name for the same
 // data, so it must not widen what the guest can read or change.
 func (f *FS) Link(oldPath, newPath string) experimentalsys.Errno {
+	if m, ok := f.temp(); ok {
+		return m.Link(oldPath, newPath)
+	}
 	root, oldRel, errno := f.lookup("link", oldPath, "read-write", false)
 	if errno != 0 {
 		return errno
@@ -659,11 +705,17 @@ func (f *FS) Link(oldPath, newPath string) experimentalsys.Errno {
 // links: a link could be swapped between the check and the use of a path
 // by a concurrent call, so every link the resolver sees is the operator's.
 func (f *FS) Symlink(_, linkName string) experimentalsys.Errno {
+	if m, ok := f.temp(); ok {
+		return m.Symlink("", linkName)
+	}
 	return f.deny("symlink", linkName, "write", "guests cannot create symbolic links")
 }
 
 // Utimens implements experimentalsys.FS.
 func (f *FS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
+	if m, ok := f.temp(); ok {
+		return m.Utimens(p, atim, mtim)
+	}
 	root, rel, errno := f.writable("utimes", p, true)
 	if errno != 0 {
 		return errno

@@ -23,7 +23,8 @@ const (
 
 // Plan returns the mounts of every call of a tool whose folder is toolDir
 // under grant: the workspace, the tool folder (read-only), $CACHE, a fresh
-// $TMP, and the grant's extra mounts; each without Checker and Denials,
+// $TMP in memory holding at most the grant's memory limit, and the
+// grant's extra mounts; each without Checker and Denials,
 // which a [Set] adds.
 func Plan(toolDir string, grant *policy.Grant) ([]Config, error) {
 	var out []Config
@@ -37,7 +38,9 @@ func Plan(toolDir string, grant *policy.Grant) ([]Config, error) {
 	if grant.CacheDir != "" {
 		out = append(out, Config{Root: policy.RootCache, Dir: grant.CacheDir, GuestPath: GuestCache, Create: true})
 	}
-	out = append(out, Config{Root: policy.RootTmp, Temp: true, GuestPath: GuestTmp})
+	// $TMP is in memory (memTmp), so it may hold what the call may use
+	// of memory.
+	out = append(out, Config{Root: policy.RootTmp, Temp: true, GuestPath: GuestTmp, TempBytes: int64(min(grant.Limits.MemoryBytes, 1<<40))})
 
 	taken := map[string]bool{"/": true, GuestWorkspace: true, GuestTool: true, GuestCache: true, GuestTmp: true}
 	mounts := append([]policy.Mount(nil), grant.Mounts...)

@@ -126,6 +126,8 @@ func TestAdversarial(t *testing.T) {
 		{name: "panic", guest: probe, input: ops(true, `{"op":"panic"}`), want: abi.CodeToolError, message: "panic: probe panic"},
 		{name: "non-zero exit", guest: probe, input: ops(true, `{"op":"exit","code":4}`), want: abi.CodeToolError, message: "exit status 4"},
 		{name: "go memory bomb", guest: probe, input: ops(true, `{"op":"alloc","mb":4}`), edit: func(g *policy.Grant) { g.Limits.MemoryBytes = 48 << 20 }, want: abi.CodeMemoryLimit},
+		{name: "fill /tmp past the memory limit", guest: probe, input: ops(true, `{"op":"fill","path":"/tmp/big","mb":96}`), edit: func(g *policy.Grant) { g.Limits.MemoryBytes = 64 << 20 },
+			want: abi.CodePermissionDenied, message: "denied: write /tmp: full"},
 		{name: "go sleep past timeout", guest: probe, input: ops(true, `{"op":"sleep","ms":60000}`), edit: func(g *policy.Grant) { g.Limits.Timeout = 3 * time.Second }, want: abi.CodeTimeout},
 	}
 	// Each case runs on a fresh instance (plain) and, with a pool

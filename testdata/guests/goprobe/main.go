@@ -5,7 +5,8 @@
 // Each op is one of read, write (data), append (data), list, stat, mkdir,
 // remove, rename (to), symlink (to = target), now, args, env (path = variable name,
 // "" lists all), sleep (ms), panic, alloc (mb, retained until the
-// runtime runs out of memory), exit (code). It prints
+// runtime runs out of memory), fill (path, mb: writes that many MiB to
+// one file, 1 MiB at a time), exit (code). It prints
 // {"results":[{"ok":..,"data":..,"err":..}]}. With strict, the first
 // failing op prints {"error":{"code":"PROBE","message":...}} and exits 1.
 // Build with GOOS=wasip1 GOARCH=wasm.
@@ -104,6 +105,19 @@ func run(o op) (string, error) {
 			}
 			sink = append(sink, b)
 		}
+	case "fill":
+		f, err := os.Create(o.Path)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		chunk := make([]byte, 1<<20)
+		for i := 0; i < o.MB; i++ {
+			if _, err := f.Write(chunk); err != nil {
+				return fmt.Sprintf("%d MiB written", i), err
+			}
+		}
+		return "", f.Close()
 	case "exit":
 		os.Exit(o.Code)
 	}
