@@ -140,11 +140,21 @@ func split(p string) (dirs []string, last string) {
 	return parts[:len(parts)-1], parts[len(parts)-1]
 }
 
+// maxName is the longest name of an entry, as on Linux file systems
+// (NAME_MAX): names are not charged, so their length is bounded.
+const maxName = 255
+
 // parent returns the folder that holds p's last name, and that name.
 func (m *memTmp) parent(p string) (*memNode, string, experimentalsys.Errno) {
 	dirs, last := split(p)
+	if len(last) > maxName {
+		return nil, "", experimentalsys.ENAMETOOLONG
+	}
 	d := m.root
 	for _, name := range dirs {
+		if len(name) > maxName {
+			return nil, "", experimentalsys.ENAMETOOLONG
+		}
 		next, ok := d.kids[name]
 		if !ok {
 			return nil, "", experimentalsys.ENOENT
