@@ -518,15 +518,24 @@ func (f *memFile) Read(buf []byte) (int, experimentalsys.Errno) {
 	return n, errno
 }
 
-// Pread implements experimentalsys.File.
-func (f *memFile) Pread(buf []byte, off int64) (int, experimentalsys.Errno) {
+// usable checks that f is a file open for reading (or writing) and off
+// a place in it.
+func (f *memFile) usable(write bool, off int64) experimentalsys.Errno {
 	switch {
 	case f.n.mode.IsDir():
-		return 0, experimentalsys.EISDIR
-	case !f.read:
-		return 0, experimentalsys.EBADF
+		return experimentalsys.EISDIR
+	case write && !f.write, !write && !f.read:
+		return experimentalsys.EBADF
 	case off < 0:
-		return 0, experimentalsys.EINVAL
+		return experimentalsys.EINVAL
+	}
+	return 0
+}
+
+// Pread implements experimentalsys.File.
+func (f *memFile) Pread(buf []byte, off int64) (int, experimentalsys.Errno) {
+	if errno := f.usable(false, off); errno != 0 {
+		return 0, errno
 	}
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
@@ -607,17 +616,10 @@ func (f *memFile) Write(buf []byte) (int, experimentalsys.Errno) {
 }
 
 // Pwrite implements experimentalsys.File. A write that would pass the
-// mount's limit writes what fits, or fails with ENOSPC when nothing does.
+// mount's limit writes what fits, or fails with errFull when nothing does.
 func (f *memFile) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
-	switch {
-	case f.n.mode.IsDir():
-		return 0, experimentalsys.EISDIR
-	case !f.write:
-		return 0, experimentalsys.EBADF
-	case off < 0:
-		return 0, experimentalsys.EINVAL
-	case len(buf) == 0:
-		return 0, 0
+	if errno := f.usable(true, off); errno != 0 || len(buf) == 0 {
+		return 0, errno
 	}
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
@@ -643,13 +645,8 @@ func (f *memFile) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
 
 // Truncate implements experimentalsys.File.
 func (f *memFile) Truncate(size int64) experimentalsys.Errno {
-	switch {
-	case f.n.mode.IsDir():
-		return experimentalsys.EISDIR
-	case !f.write:
-		return experimentalsys.EBADF
-	case size < 0:
-		return experimentalsys.EINVAL
+	if errno := f.usable(true, size); errno != 0 {
+		return errno
 	}
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
