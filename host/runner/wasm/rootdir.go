@@ -2,6 +2,7 @@ package wasm
 
 import (
 	iofs "io/fs"
+	"sync"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/sys"
@@ -26,22 +27,35 @@ import (
 
 // rootDirs is the set of root handles of one pooled instance.
 type rootDirs struct {
+	// mu guards open and every handle's set and f. The instance's calls
+	// use the handles one at a time, but a host closing while its pools
+	// close closes the instance's module (which closes its handles) and
+	// discards the instance (which releases them) on two goroutines.
+	mu   sync.Mutex
 	open map[*rootDir]struct{}
 }
 
 // release closes every root handle's host descriptor at the end of a
 // call; the next call reopens on first use.
 func (r *rootDirs) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for d := range r.open {
-		d.drop()
+		if d.f != nil {
+			_ = d.f.Close()
+			d.f = nil
+		}
 	}
 }
 
 // count returns how many root handles are open.
-func (r *rootDirs) count() int { return len(r.open) }
+func (r *rootDirs) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.open)
+}
 
-// rootDir is one root handle (see the file comment). Only the instance's
-// calls use it, one at a time: it needs no lock.
+// rootDir is one root handle (see the file comment).
 type rootDir struct {
 	// File provides Seek, forwarding to seek (sandboxfs.NewSeeker);
 	// every other method is rootDir's own.
@@ -50,7 +64,8 @@ type rootDir struct {
 	fs   experimentalsys.FS
 	flag experimentalsys.Oflag
 	perm iofs.FileMode
-	set  *rootDirs
+	mu   *sync.Mutex          // the set's
+	set  *rootDirs            // nil once closed
 	f    experimentalsys.File // nil between calls
 	// isDir is the first open's answer: wazero asks it of every preopen
 	// at each path resolution and fd_prestat_get, which must not reopen
@@ -70,18 +85,22 @@ func openRootDir(fs experimentalsys.FS, flag experimentalsys.Oflag, perm iofs.Fi
 		_ = f.Close()
 		return nil, errno
 	}
-	d := &rootDir{fs: fs, flag: flag, perm: perm, set: set, f: f, isDir: isDir}
+	d := &rootDir{fs: fs, flag: flag, perm: perm, mu: &set.mu, set: set, f: f, isDir: isDir}
 	if d.File, errno = sandboxfs.NewSeeker(d.seek); errno != 0 {
 		_ = f.Close()
 		return nil, errno
 	}
+	set.mu.Lock()
 	set.open[d] = struct{}{}
+	set.mu.Unlock()
 	return d, 0
 }
 
 // file returns the host directory of the current call, opening it on
 // first use in a call.
 func (d *rootDir) file() (experimentalsys.File, experimentalsys.Errno) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.f == nil {
 		if d.set == nil {
 			return nil, experimentalsys.EBADF // closed
@@ -95,26 +114,21 @@ func (d *rootDir) file() (experimentalsys.File, experimentalsys.Errno) {
 	return d.f, 0
 }
 
-// drop closes the host descriptor, keeping the handle.
-func (d *rootDir) drop() {
-	if d.f != nil {
-		_ = d.f.Close()
-		d.f = nil
-	}
-}
-
 // Close implements experimentalsys.File.
 func (d *rootDir) Close() experimentalsys.Errno {
+	d.mu.Lock()
 	if d.set == nil {
+		d.mu.Unlock()
 		return 0
 	}
 	delete(d.set.open, d)
 	d.set = nil
-	if d.f == nil {
-		return 0
-	}
 	f := d.f
 	d.f = nil
+	d.mu.Unlock()
+	if f == nil {
+		return 0
+	}
 	return f.Close()
 }
 
@@ -138,7 +152,10 @@ func (d *rootDir) Ino() (sys.Inode, experimentalsys.Errno) {
 
 // IsDir implements experimentalsys.File.
 func (d *rootDir) IsDir() (bool, experimentalsys.Errno) {
-	if d.set == nil {
+	d.mu.Lock()
+	closed := d.set == nil
+	d.mu.Unlock()
+	if closed {
 		return false, experimentalsys.EBADF
 	}
 	return d.isDir, 0
