@@ -70,7 +70,7 @@ type FS struct {
 	root   *os.Root
 	dir    string
 	err    error
-	mem    *memTmp // a Temp mount's files
+	mem    *memTmp // a Temp mount's files, made on first use
 }
 
 // DefaultTempBytes is a Temp mount's limit when Config.TempBytes is 0.
@@ -99,9 +99,6 @@ func New(cfg Config) (*FS, error) {
 		}
 	}
 	out := &FS{cfg: cfg, prefix: prefix}
-	if cfg.Temp {
-		out.mem = out.newTemp()
-	}
 	if prefix != "" {
 		base, ok := strings.CutSuffix(filepath.Clean(cfg.Dir), string(filepath.Separator)+filepath.FromSlash(prefix))
 		if !ok || base == "" {
@@ -138,6 +135,7 @@ func (f *FS) Close() error {
 	f.closed = true
 	if f.mem != nil {
 		f.mem.close()
+		f.mem = nil
 	}
 	if f.root != nil {
 		err := f.root.Close()
@@ -157,9 +155,6 @@ func (f *FS) Reopen() {
 		_ = f.root.Close()
 	}
 	f.opened, f.closed, f.root, f.dir, f.err = false, false, nil, "", nil
-	if f.cfg.Temp {
-		f.mem = f.newTemp()
-	}
 }
 
 // newTemp returns an empty Temp mount whose first refusal for lack of
@@ -171,13 +166,24 @@ func (f *FS) newTemp() *memTmp {
 	})
 }
 
-// temp returns a Temp mount's files; ok is false for another mount.
+// closedTemp is what a closed Temp mount serves: every operation fails
+// with EBADF.
+var closedTemp = &memTmp{closed: true}
+
+// temp returns a Temp mount's files, made on first use (a call that never
+// touches /tmp costs nothing); ok is false for another mount.
 func (f *FS) temp() (m *memTmp, ok bool) {
 	if !f.cfg.Temp {
 		return nil, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	switch {
+	case f.closed:
+		return closedTemp, true
+	case f.mem == nil:
+		f.mem = f.newTemp()
+	}
 	return f.mem, true
 }
 
