@@ -382,34 +382,14 @@ func inside(n, d *memNode) bool {
 }
 
 // Rmdir implements experimentalsys.FS.
-func (m *memTmp) Rmdir(p string) experimentalsys.Errno {
-	if errno := m.lock(); errno != 0 {
-		return errno
-	}
-	defer m.mu.Unlock()
-	d, last, errno := m.changeable(p)
-	if errno != 0 {
-		return errno
-	}
-	n, ok := d.kids[last]
-	switch {
-	case !ok:
-		return experimentalsys.ENOENT
-	case !n.mode.IsDir():
-		return experimentalsys.ENOTDIR
-	case len(n.kids) > 0:
-		return experimentalsys.ENOTEMPTY
-	}
-	delete(d.kids, last)
-	touch(d)
-	n.nlink = 0
-	m.release(n)
-	return 0
-}
+func (m *memTmp) Rmdir(p string) experimentalsys.Errno { return m.remove(p, true) }
 
 // Unlink implements experimentalsys.FS. A file still open keeps its
 // content (and its charge) until it is closed.
-func (m *memTmp) Unlink(p string) experimentalsys.Errno {
+func (m *memTmp) Unlink(p string) experimentalsys.Errno { return m.remove(p, false) }
+
+// remove removes the empty folder (dir) or the file at p.
+func (m *memTmp) remove(p string, dir bool) experimentalsys.Errno {
 	if errno := m.lock(); errno != 0 {
 		return errno
 	}
@@ -422,7 +402,11 @@ func (m *memTmp) Unlink(p string) experimentalsys.Errno {
 	switch {
 	case !ok:
 		return experimentalsys.ENOENT
-	case n.mode.IsDir():
+	case dir && !n.mode.IsDir():
+		return experimentalsys.ENOTDIR
+	case dir && len(n.kids) > 0:
+		return experimentalsys.ENOTEMPTY
+	case !dir && n.mode.IsDir():
 		return experimentalsys.EISDIR
 	}
 	delete(d.kids, last)
