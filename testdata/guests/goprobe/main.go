@@ -6,8 +6,9 @@
 // remove, rename (to), symlink (to = target), now, args, env (path = variable name,
 // "" lists all), sleep (ms), panic, alloc (mb, retained until the
 // runtime runs out of memory), fill (path, mb: writes that many MiB to
-// one file, 1 MiB at a time), exit (code). It prints
-// {"results":[{"ok":..,"data":..,"err":..}]}. With strict, the first
+// one file, 1 MiB at a time), exit (code).
+//
+// It prints {"results":[{"ok":..,"data":..,"err":..}]}. With strict, the first
 // failing op prints {"error":{"code":"PROBE","message":...}} and exits 1.
 // Build with GOOS=wasip1 GOARCH=wasm.
 package main
