@@ -51,24 +51,23 @@ func (f *stdioFast) take(line []byte) bool {
 	if f.out.ready.Load() && bytes.Contains(line, []byte(`"tools/call"`)) && f.call(line) {
 		return true
 	}
-	if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
-		var n struct {
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		if json.Unmarshal(line, &n) == nil && n.Method == "notifications/cancelled" {
-			f.s.fast.cancel(f.session, n.Params)
-		}
+	if !bytes.Contains(line, []byte(`"notifications/cancelled"`)) && !bytes.Contains(line, []byte(`"initialize"`)) {
+		return false
 	}
-	if bytes.Contains(line, []byte(`"initialize"`)) {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(line, &m) == nil && m.Method == "initialize" {
-			if key, ok := idKey(m.ID); ok {
-				f.out.expect(key)
-			}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil {
+		return false
+	}
+	switch m.Method {
+	case "notifications/cancelled":
+		f.s.fast.cancel(f.session, m.Params)
+	case "initialize":
+		if key, ok := idKey(m.ID); ok {
+			f.out.expect(key)
 		}
 	}
 	return false

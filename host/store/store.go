@@ -132,8 +132,8 @@ func redactURL(u string) string {
 	return u
 }
 
-// q returns query with the placeholders its backend expects. For SQLite
-// that is the question marks as written. For PostgreSQL, each question
+// q returns query with the placeholders its backend expects: the
+// question marks as written for SQLite; for PostgreSQL, each question
 // mark becomes a dollar sign and its position in the query ($1, $2, ...).
 func (s *Store) q(query string) string {
 	if !s.postgres {

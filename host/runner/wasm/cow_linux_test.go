@@ -37,7 +37,7 @@ func TestCOWImage_written(t *testing.T) {
 		if im.pagemap >= 0 && maybe(9) {
 			t.Errorf("round %d: page 9 only read but reported written", round)
 		}
-		if n := restoreDirty(b, snap, maybe); n != len(pages) {
+		if n, _ := restoreDirty(b, snap, maybe); n != len(pages) {
 			t.Errorf("round %d: restored %d pages, want %d", round, n, len(pages))
 		}
 		if !bytes.Equal(b, snap) {

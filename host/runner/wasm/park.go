@@ -8,16 +8,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agenthost/agenthost/abi"
-	"github.com/agenthost/agenthost/host/manifest"
-	"github.com/agenthost/agenthost/host/policy"
-
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/agenthost/agenthost/host/internal/wasiguard"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
 )
 
 // Parked commands (docs/POOLS.md, "Commands"). A plain wasi-command tool

@@ -39,7 +39,7 @@ func TestRestoreDirty(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := append([]byte(nil), snap...)
 			tc.write(mem)
-			if n := restoreDirty(mem, snap, everyPage); n != tc.pages {
+			if n, _ := restoreDirty(mem, snap, everyPage); n != tc.pages {
 				t.Errorf("restored %d pages, want %d", n, tc.pages)
 			}
 			if !bytes.Equal(mem, snap) {

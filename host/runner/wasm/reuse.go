@@ -326,13 +326,14 @@ const cacheLine = 64
 
 // restoreDirty copies back from snap every byte of mem that differs from
 // it, among the pages for which maybe reports true, and returns how many
-// pages differed. mem and snap have the same length.
-func restoreDirty(mem, snap []byte, maybe func(page int) bool) int {
-	n := 0
+// pages differed and for how many maybe reported true. mem and snap have
+// the same length.
+func restoreDirty(mem, snap []byte, maybe func(page int) bool) (n, maybes int) {
 	for off := 0; off < len(snap); off += pageSize {
 		if !maybe(off / pageSize) {
 			continue
 		}
+		maybes++
 		end := min(off+pageSize, len(snap))
 		if bytes.Equal(mem[off:end], snap[off:end]) {
 			continue
@@ -349,7 +350,7 @@ func restoreDirty(mem, snap []byte, maybe func(page int) bool) int {
 		}
 		n++
 	}
-	return n
+	return n, maybes
 }
 
 // everyPage is restoreDirty's filter for a memory without a mapping.
@@ -393,13 +394,7 @@ func (sp *slotPool) restore(s *slot) error {
 func (s *slot) restoreMapped(image *cowImage, mem, snap []byte) {
 	var maybe func(int) bool
 	s.pagemap, maybe = image.written(mem, s.pagemap)
-	restoreDirty(mem, snap, maybe)
-	s.private = 0
-	for page := range len(snap) / pageSize {
-		if maybe(page) {
-			s.private++
-		}
-	}
+	_, s.private = restoreDirty(mem, snap, maybe)
 }
 
 // mutableGlobals returns the module's mutable globals exported as names.
