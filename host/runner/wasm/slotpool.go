@@ -112,19 +112,16 @@ func (ps *pools) newSlotPool(p *prepared) *slotPool {
 		sp.estimate = instanceOverhead + parkGuess
 	case sp.mode == restoreCopy:
 		sp.logger.Debug("pool: instances in heap buffers", "reason", "configured")
-	default:
-		if im, err := newCOWImage(p.fast.memory); err == nil {
-			sp.image = im
-		} else {
-			sp.mode = restoreCopy
-			sp.logger.Debug("pool: instances in heap buffers", "reason", err)
-		}
-	}
-	switch {
-	case p.command != nil:
-	case sp.image == nil:
 		sp.estimate = instanceOverhead + uint64(len(p.fast.memory))
 	default:
+		im, err := newCOWImage(p.fast.memory)
+		if err != nil {
+			sp.mode = restoreCopy
+			sp.logger.Debug("pool: instances in heap buffers", "reason", err)
+			sp.estimate = instanceOverhead + uint64(len(p.fast.memory))
+			break
+		}
+		sp.image = im
 		// A first guess until a call has run: an eighth of the snapshot
 		// (a Go tool writes 3–10% of it per call).
 		sp.estimate = instanceOverhead + uint64(len(p.fast.memory))/8
@@ -359,13 +356,18 @@ func (sp *slotPool) popHeld() *slot {
 	return s
 }
 
-// flushHeld passes the held instances on to be restored.
-func (sp *slotPool) flushHeld() {
+// takeHeld takes every held instance.
+func (sp *slotPool) takeHeld() []*slot {
 	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	held := sp.held
 	sp.held = nil
-	sp.mu.Unlock()
-	for _, h := range held {
+	return held
+}
+
+// flushHeld passes the held instances on to be restored.
+func (sp *slotPool) flushHeld() {
+	for _, h := range sp.takeHeld() {
 		sp.dirty <- h
 	}
 }
@@ -494,15 +496,16 @@ func (sp *slotPool) closeImage() {
 
 // discard closes an instance and its mounts, and unmaps its memory.
 func (sp *slotPool) discard(s *slot) {
+	// A parked instance's goroutine ends first, then the module is
+	// closed, then its memory (its mapping included) is unmapped.
 	if s.park != nil {
-		// The goroutine ends first, then the module is closed, then
-		// the memory (its mapping included) is unmapped.
 		s.park.stop()
-		sp.p.closeModule(s.mod)
+	}
+	sp.p.closeModule(s.mod)
+	if s.park != nil {
 		s.park.release()
 		s.mapping = nil
 	}
-	sp.p.closeModule(s.mod)
 	s.roots.release()
 	for _, fs := range s.mounts.fss {
 		_ = fs.Close()
@@ -521,11 +524,7 @@ func (sp *slotPool) close() {
 	}
 	close(sp.quit)
 	<-sp.done
-	sp.mu.Lock()
-	held := sp.held
-	sp.held = nil
-	sp.mu.Unlock()
-	for _, h := range held {
+	for _, h := range sp.takeHeld() {
 		sp.drop(h)
 	}
 	for {
