@@ -57,11 +57,11 @@ func WithHooks(ctx context.Context, h Hooks) context.Context {
 	return context.WithValue(ctx, hooksKey{}, h)
 }
 
-// hooked wraps wazero's implementation of a WASI function with the
-// context's Hooks method picked by pick.
-func hooked(orig api.GoModuleFunction, pick func(Hooks) func(context.Context, api.Module, []uint64) bool) api.GoModuleFunc {
+// hooked wraps wazero's implementation of a WASI function with method,
+// a Hooks method (Hooks.Read or Hooks.Exit) of the context's Hooks.
+func hooked(orig api.GoModuleFunction, method func(Hooks, context.Context, api.Module, []uint64) bool) api.GoModuleFunc {
 	return func(ctx context.Context, mod api.Module, stack []uint64) {
-		if h, ok := ctx.Value(hooksKey{}).(Hooks); ok && pick(h)(ctx, mod, stack) {
+		if h, ok := ctx.Value(hooksKey{}).(Hooks); ok && method(h, ctx, mod, stack) {
 			return
 		}
 		orig.Call(ctx, mod, stack)
@@ -90,12 +90,12 @@ func Instantiate(ctx context.Context, rt wazero.Runtime) (api.Closer, error) {
 		WithParameterNames("fd", "to").
 		Export(fdRenumber)
 	b.NewFunctionBuilder().
-		WithGoModuleFunction(hooked(read, func(h Hooks) func(context.Context, api.Module, []uint64) bool { return h.Read }),
+		WithGoModuleFunction(hooked(read, Hooks.Read),
 			[]api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("fd", "iovs", "iovs_len", "result.nread").
 		Export(fdRead)
 	b.NewFunctionBuilder().
-		WithGoModuleFunction(hooked(exit, func(h Hooks) func(context.Context, api.Module, []uint64) bool { return h.Exit }),
+		WithGoModuleFunction(hooked(exit, Hooks.Exit),
 			[]api.ValueType{i32}, nil).
 		WithParameterNames("rval").
 		Export(procExit)
