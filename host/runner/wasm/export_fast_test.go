@@ -90,6 +90,16 @@ func WaitFull(p runner.Prepared) bool {
 	return false
 }
 
+// PoolEnded reports whether p's pool goroutine has ended.
+func PoolEnded(p runner.Prepared) bool {
+	select {
+	case <-p.(*prepared).slots().done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Rebalance runs r's periodic pool rebalance now.
 func Rebalance(r *Runner) { r.pools.rebalance() }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -415,6 +416,39 @@ func TestPool_budgetAndClose(t *testing.T) {
 	}
 	if used := wasm.PoolBytes(r); used != 0 {
 		t.Fatalf("pools hold %d bytes after the runner's Close", used)
+	}
+}
+
+// TestPool_concurrentClose closes a tool and its runner at once, right
+// after a call gave an instance back for restoring: every Close returns
+// only once the pool's goroutine has ended, so the runtime is never
+// released under a restore in progress (the race detector's check).
+func TestPool_concurrentClose(t *testing.T) {
+	e := newEnv(t)
+	probe := probeGuest(t, modeReactor)
+	for range 20 {
+		r := newPoolRunner(t, 64<<20)
+		p := prepare(t, r, probe, e, nil)
+		decodeProbe(t, run(t, p, `{"op":"echo"}`))
+		var wg sync.WaitGroup
+		ended := make(chan bool, 3)
+		for i := range 3 {
+			wg.Go(func() {
+				if i == 0 {
+					_ = r.Close(context.Background())
+				} else {
+					_ = p.(interface{ Close() error }).Close()
+				}
+				ended <- wasm.PoolEnded(p)
+			})
+		}
+		wg.Wait()
+		close(ended)
+		for ok := range ended {
+			if !ok {
+				t.Fatal("a Close returned while the pool's goroutine still ran")
+			}
+		}
 	}
 }
 

@@ -321,6 +321,9 @@ type memoryPool struct {
 	dirty chan []byte
 	quit  chan struct{}
 	done  chan struct{}
+	// shut runs close once; a concurrent close returns when the first
+	// has ended.
+	shut sync.Once
 
 	hits, misses atomic.Uint64
 }
@@ -401,9 +404,12 @@ func (mp *memoryPool) stats() (hits, misses uint64) {
 }
 
 // close stops the refill goroutine, drops every buffer and gives the
-// budget back. It is idempotent; calls still running finish with their
-// buffer, which put then drops.
-func (mp *memoryPool) close() {
+// budget back. It is idempotent, and every call returns once the refill
+// goroutine has ended; calls still running finish with their buffer,
+// which put then drops.
+func (mp *memoryPool) close() { mp.shut.Do(mp.closeNow) }
+
+func (mp *memoryPool) closeNow() {
 	if !closeOnce(&mp.mu, &mp.closed) {
 		return
 	}

@@ -73,6 +73,9 @@ type slotPool struct {
 	wake chan struct{}
 	quit chan struct{}
 	done chan struct{}
+	// shut runs close once; a concurrent close (a tool unloaded while
+	// its runner closes) returns when the first has ended.
+	shut sync.Once
 
 	mu       sync.Mutex
 	live     int    // instances that exist (ready, in use or being restored)
@@ -517,8 +520,12 @@ func (sp *slotPool) discard(s *slot) {
 }
 
 // close stops the pool and closes every idle instance; instances in use
-// are closed when their call gives them back. Idempotent.
-func (sp *slotPool) close() {
+// are closed when their call gives them back. Idempotent: every call
+// returns once the pool's goroutine has ended and its instances are
+// closed.
+func (sp *slotPool) close() { sp.shut.Do(sp.closeNow) }
+
+func (sp *slotPool) closeNow() {
 	if !closeOnce(&sp.mu, &sp.closed) {
 		return
 	}
