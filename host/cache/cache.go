@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -116,10 +115,8 @@ func unit(rel string) (string, string) {
 
 func used(fi fs.FileInfo) time.Time {
 	t := fi.ModTime()
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		if a := time.Unix(st.Atim.Sec, st.Atim.Nsec); a.After(t) {
-			t = a
-		}
+	if a, ok := accessTime(fi); ok && a.After(t) {
+		t = a
 	}
 	return t
 }
@@ -204,7 +201,9 @@ func Resolve(explicit string) (string, error) {
 // Secure creates dir 0700 if needed and checks that it is a folder the
 // current user owns and that neither group nor others can write: anyone
 // else who could write there could plant a compiled or instrumented module
-// that the host would run.
+// that the host would run. Where files have no Unix owner and mode
+// (Windows) only the first check is made: the folder's access list is the
+// operator's to set.
 func Secure(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("cache folder %s: %w", dir, err)
@@ -216,11 +215,5 @@ func Secure(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("cache folder %s is not a folder (a symbolic link or a file); choose another with --cache-dir", dir)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("cache folder %s belongs to uid %d, not to the current user (uid %d); choose another with --cache-dir", dir, st.Uid, os.Geteuid())
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("cache folder %s is writable by group or others (mode %04o); run chmod 700 on it or choose another with --cache-dir", dir, fi.Mode().Perm())
-	}
-	return nil
+	return checkOwner(dir, fi)
 }
