@@ -26,6 +26,14 @@ const (
 type Rule struct {
 	Path   string
 	Access Access
+	// TmpfsBytes, when set and the child gets a file system of its own
+	// (Config.PrivateFS), puts a fresh in-memory file system (tmpfs) of
+	// at most TmpfsBytes bytes at Path instead of the host's folder: owned
+	// by the child's uid, mode 0700, with at most one inode per 16 KiB of
+	// it (1,024 at least), gone with the child. What the child writes
+	// there never reaches the host's disk, and a write past the size fails
+	// with ENOSPC. Without PrivateFS the host's folder is used.
+	TmpfsBytes uint64
 }
 
 // Limits are the rlimits of the child. Zero leaves a limit unset.
@@ -106,6 +114,9 @@ type Exit struct {
 	// RLIMIT_FSIZE (SIGXFSZ) ended the child.
 	CPULimit      bool
 	FileSizeLimit bool
+	// TmpfsFull lists the paths of the rules with TmpfsBytes whose file
+	// system was full when the child ended.
+	TmpfsFull []string
 	// MaxRSS is the peak resident set of the child (and of the
 	// descendants it waited for), in bytes; 0 when unknown.
 	MaxRSS uint64

@@ -34,6 +34,7 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 	type waited struct {
 		state *os.ProcessState
 		err   error
+		full  []string // the tmpfs mounts left full
 	}
 	startc := make(chan started, 1)
 	waitc := make(chan waited, 1)
@@ -54,13 +55,14 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 			}
 		}
 		var cleanup func()
+		var pfs *privateFS
+		rules := c.Rules
 		if err == nil && c.PrivateFS {
-			var root string
-			var idmapped bool
-			root, cleanup, idmapped, err = privateRoot(c.Scratch, c.Rules, c.UID)
+			pfs, err = privateRoot(c.Scratch, c.Rules, c.UID)
 			if err == nil {
-				cmd.SysProcAttr.Chroot = root
-				if idmapped {
+				cleanup, rules = pfs.cleanup, pfs.rules
+				cmd.SysProcAttr.Chroot = pfs.root
+				if pfs.idmapped {
 					// The host's files appear owned by the call's uid:
 					// it needs no capability at all.
 					cmd.SysProcAttr.AmbientCaps = nil
@@ -78,7 +80,7 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 			if aerr != nil {
 				err = fmt.Errorf("landlock: %w", aerr)
 			} else {
-				err = restrictThread(abi, c.Rules, port)
+				err = restrictThread(abi, rules, port)
 			}
 		}
 		if err == nil && c.Seccomp {
@@ -98,7 +100,11 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 		// Waiting on this thread keeps it alive as long as the child:
 		// Pdeathsig fires when the forking thread exits.
 		werr := cmd.Wait()
-		waitc <- waited{state: cmd.ProcessState, err: werr}
+		w := waited{state: cmd.ProcessState, err: werr}
+		if pfs != nil {
+			w.full = pfs.full()
+		}
+		waitc <- w
 	}()
 	s := <-startc
 	if s.cleanup != nil {
@@ -126,7 +132,7 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 	if w.state == nil {
 		return Exit{}, fmt.Errorf("wait %s: %w", c.Path, w.err)
 	}
-	ex := Exit{Code: w.state.ExitCode(), Killed: killed}
+	ex := Exit{Code: w.state.ExitCode(), Killed: killed, TmpfsFull: w.full}
 	if ws, ok := w.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		ex.Signal = ws.Signal()
 		ex.CPULimit = ex.Signal == syscall.SIGXCPU

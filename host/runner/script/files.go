@@ -122,9 +122,23 @@ func fileRules(g *policy.Grant, tmp string) ([]isolate.Rule, []Widening) {
 		rules = append(rules, isolate.Rule{Path: g.ToolDir, Access: isolate.Read})
 	}
 	if tmp != "" {
-		rules = append(rules, isolate.Rule{Path: tmp, Access: isolate.Read | isolate.Write})
+		rules = append(rules, isolate.Rule{Path: tmp, Access: isolate.Read | isolate.Write, TmpfsBytes: tmpBytes(g)})
 	}
 	return rules, ws
+}
+
+// defaultTmpBytes is the most a call's $TMP holds when its grant sets no
+// memory limit (as a WebAssembly tool's /tmp).
+const defaultTmpBytes = 256 << 20
+
+// tmpBytes is the most a call's $TMP may hold, where the script has a
+// file system of its own (a root host): the call's memory limit. The
+// folder is then in memory, never on the host's disk.
+func tmpBytes(g *policy.Grant) uint64 {
+	if g.Limits.MemoryBytes > 0 {
+		return uint64(g.Limits.MemoryBytes)
+	}
+	return defaultTmpBytes
 }
 
 // rootDir is the host folder of a root.

@@ -143,6 +143,9 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	if err != nil {
 		return runner.Result{}, fmt.Errorf("script %s: %w", p.tool.ToolID, err)
 	}
+	if len(ex.TmpfsFull) > 0 {
+		logs.Add(fmt.Sprintf("denied: write $TMP: full (its files may hold %d bytes, the call's memory limit)", tmpBytes(p.grant)))
+	}
 	res := runner.Result{Output: stdout.Bytes(), Usage: abi.Usage{MemoryBytes: ex.MaxRSS}}
 	res.Err = p.classify(ex, context.Cause(tctx), lim, time.Since(start), res.Output, logs, cfg.Rules)
 	if stdout.Exceeded() && (res.Err == nil || res.Err.Code != abi.CodeOutputLimit) {

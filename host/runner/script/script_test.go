@@ -785,6 +785,74 @@ func TestRunPrivateTMPDIR(t *testing.T) {
 // the granted workspace paths, $CACHE and $TMP): a script could connect
 // to a unix socket anywhere, stat and readlink any host path, and change
 // the times or attributes of files it could only read or not see at all.
+// TestTmpInMemory fills a call's $TMP with one big file and with many
+// empty ones: on a root host $TMP is a tmpfs of the call's memory limit,
+// so the writes stop with ENOSPC near that size (or the inode limit),
+// the logs say $TMP was full, and nothing reached the host's disk.
+func TestTmpInMemory(t *testing.T) {
+	r := newRunner(t)
+	requireIsolation(t, r)
+	requireLang(t, script.LangPython)
+	if os.Geteuid() != 0 {
+		t.Skip("an in-memory $TMP needs a file system of its own (a root host)")
+	}
+	const limit = 32 << 20
+	for _, tc := range []struct{ name, code string }{
+		{"one big file", `import errno, json, os
+n = 0
+try:
+    with open("fill", "wb") as f:
+        while True:
+            f.write(b"x" * (1 << 20))
+            f.flush()
+            n += 1 << 20
+except OSError as e:
+    json.dump({"bytes": n, "errno": e.errno, "cwd": os.getcwd()}, __import__("sys").stdout)
+`},
+		{"many files", `import errno, json, os
+n = 0
+try:
+    while True:
+        open("f%d" % n, "wb").close()
+        n += 1
+except OSError as e:
+    json.dump({"files": n, "errno": e.errno, "cwd": os.getcwd()}, __import__("sys").stdout)
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, script.LangPython, tc.code)
+			f.grant.Limits.MemoryBytes = limit
+			res := call(t, prepare(t, r, f), `{}`)
+			if res.Err != nil {
+				t.Fatalf("%v %q", res.Err, res.Logs)
+			}
+			var out struct {
+				Bytes, Files, Errno int
+				Cwd                 string
+			}
+			if err := json.Unmarshal(res.Output, &out); err != nil {
+				t.Fatalf("%v: %s", err, res.Output)
+			}
+			if out.Errno != int(syscall.ENOSPC) {
+				t.Fatalf("the fill stopped with errno %d, want ENOSPC: %+v", out.Errno, out)
+			}
+			if out.Bytes > limit || out.Files > limit/(16<<10) {
+				t.Fatalf("$TMP held more than its limit: %+v", out)
+			}
+			if out.Bytes == 0 && out.Files == 0 {
+				t.Fatalf("nothing was written: %+v", out)
+			}
+			if !strings.Contains(strings.Join(res.Logs, "\n"), "denied: write $TMP: full") {
+				t.Fatalf("logs do not say $TMP was full: %q", res.Logs)
+			}
+			if _, err := os.Stat(out.Cwd); !os.IsNotExist(err) {
+				t.Fatalf("$TMP %s left on the host: %v", out.Cwd, err)
+			}
+			mustSucceed(t, r, script.LangPython)
+		})
+	}
+}
+
 func TestOwnFileSystem(t *testing.T) {
 	r := newRunner(t)
 	requireIsolation(t, r)
