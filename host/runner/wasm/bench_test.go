@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -98,12 +97,4 @@ func cpuTimer() func(*testing.B) {
 	return func(b *testing.B) {
 		b.ReportMetric(float64(cpuNow()-start)/float64(b.N), "cpu-ns/op")
 	}
-}
-
-func cpuNow() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
