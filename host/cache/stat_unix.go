@@ -7,7 +7,18 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 )
+
+// accessTime returns fi's last access time, when the system records it.
+func accessTime(fi fs.FileInfo) (time.Time, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return time.Time{}, false
+	}
+	ts := atime(st)
+	return time.Unix(ts.Unix()), true
+}
 
 // checkOwner checks that the current user owns the folder dir (described
 // by fi) and that neither group nor others may write to it.

@@ -106,6 +106,17 @@ func requireEgress(t *testing.T, r *script.Runner) {
 	}
 }
 
+// requireOwnFS skips unless a Python script gets a file system of its
+// own here: kernel isolation and a root host (per-call uids).
+func requireOwnFS(t *testing.T, r *script.Runner) {
+	t.Helper()
+	requireIsolation(t, r)
+	requireLang(t, script.LangPython)
+	if os.Geteuid() != 0 {
+		t.Skip("a file system of its own needs a root host (per-call uids)")
+	}
+}
+
 func requireLang(t *testing.T, lang string) {
 	t.Helper()
 	prog := map[string]string{script.LangPython: "python3", script.LangNode: "node", script.LangBun: "bun"}[lang]
@@ -780,22 +791,13 @@ func TestRunPrivateTMPDIR(t *testing.T) {
 	}
 }
 
-// TestOwnFileSystem pins the script's file system of its own (a private
-// mount namespace holding only the interpreter's folders, the tool folder,
-// the granted workspace paths, $CACHE and $TMP): a script could connect
-// to a unix socket anywhere, stat and readlink any host path, and change
-// the times or attributes of files it could only read or not see at all.
 // TestTmpInMemory fills a call's $TMP with one big file and with many
 // empty ones: on a root host $TMP is a tmpfs of the call's memory limit,
 // so the writes stop with ENOSPC near that size (or the inode limit),
 // the logs say $TMP was full, and nothing reached the host's disk.
 func TestTmpInMemory(t *testing.T) {
 	r := newRunner(t)
-	requireIsolation(t, r)
-	requireLang(t, script.LangPython)
-	if os.Geteuid() != 0 {
-		t.Skip("an in-memory $TMP needs a file system of its own (a root host)")
-	}
+	requireOwnFS(t, r)
 	const limit = 32 << 20
 	for _, tc := range []struct{ name, code string }{
 		{"one big file", `import errno, json, os
@@ -853,13 +855,14 @@ except OSError as e:
 	}
 }
 
+// TestOwnFileSystem pins the script's file system of its own (a private
+// mount namespace holding only the interpreter's folders, the tool folder,
+// the granted workspace paths, $CACHE and $TMP): a script could connect
+// to a unix socket anywhere, stat and readlink any host path, and change
+// the times or attributes of files it could only read or not see at all.
 func TestOwnFileSystem(t *testing.T) {
 	r := newRunner(t)
-	requireIsolation(t, r)
-	requireLang(t, script.LangPython)
-	if os.Geteuid() != 0 {
-		t.Skip("a file system of its own needs a root host (per-call uids)")
-	}
+	requireOwnFS(t, r)
 	code := `import json, os, socket, sys
 a = json.load(sys.stdin)
 op, p = a["op"], a["path"]
@@ -1010,11 +1013,7 @@ print(json.dumps({"ret": r, "errno": e}))
 // granted file in a 0700 workspace.
 func TestNoCapabilities(t *testing.T) {
 	r := newRunner(t)
-	requireIsolation(t, r)
-	requireLang(t, script.LangPython)
-	if os.Geteuid() != 0 {
-		t.Skip("per-call uids need a root host")
-	}
+	requireOwnFS(t, r)
 	code := `import ctypes, json, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 amb = [libc.prctl(47, 1, c, 0, 0) for c in (1, 2)]  # PR_CAP_AMBIENT_IS_SET: DAC_OVERRIDE, DAC_READ_SEARCH

@@ -1,0 +1,8 @@
+//go:build darwin || ios || freebsd || netbsd || dragonfly
+
+package cache
+
+import "syscall"
+
+// atime is st's last access time.
+func atime(st *syscall.Stat_t) syscall.Timespec { return st.Atimespec }
