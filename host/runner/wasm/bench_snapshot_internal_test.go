@@ -48,6 +48,9 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 		mounts   bool
 		diff     bool // restore only the bytes that differ (restoreDirty)
 		flush    bool // reused, but with the CPU caches flushed before each call
+		// reused, but with this many bytes of other memory read before
+		// each call (what a restore's compare of about 60 pages reads)
+		pollute int
 	}{
 		{name: "reused-original", rm: &reactorModule{code: code}},
 		{name: "reused-metered", rm: metered},
@@ -57,11 +60,12 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 		{name: "restored-diff", rm: plain, restore: true, diff: true},
 		{name: "restored-metered-diff", rm: metered, restore: true, diff: true},
 		{name: "reused-flushed", rm: plain, flush: true},
+		{name: "reused-read256k", rm: plain, pollute: 256 << 10},
 		{name: "reused-sysclock", rm: plain, sysClock: true},
 		{name: "restored-sysclock", rm: plain, restore: true, sysClock: true},
 		{name: "restored-metered-mounts", rm: metered, restore: true, sysClock: true, mounts: true},
 	} {
-		rm, restore, sysClock, mounts, diff, flush := tc.rm, tc.restore, tc.sysClock, tc.mounts, tc.diff, tc.flush
+		rm, restore, sysClock, mounts, diff, flush, pollute := tc.rm, tc.restore, tc.sysClock, tc.mounts, tc.diff, tc.flush, tc.pollute
 		b.Run(tc.name, func(b *testing.B) {
 			ctx := meter.WithBudget(context.Background(), &meter.Budget{})
 			rt := wazero.NewRuntime(ctx)
@@ -120,6 +124,15 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 					for i := range flushBuf {
 						flushBuf[i]++
 					}
+					b.StartTimer()
+				}
+				if pollute > 0 {
+					b.StopTimer()
+					var sum byte
+					for i := 0; i < pollute; i += 64 {
+						sum += flushBuf[i]
+					}
+					flushBuf[0] = sum
 					b.StartTimer()
 				}
 				if restore {
