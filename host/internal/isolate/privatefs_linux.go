@@ -56,8 +56,9 @@ func (fs *privateFS) full() []string {
 //
 // With uid set (a root host's per-call uid), root-owned paths are mounted
 // idmapped so that they appear owned by uid: the child then needs no
-// capability at all. idmapped reports whether every such mount took the
-// idmapping (a file system without idmapped-mount support does not).
+// capability at all. The result's idmapped reports whether every such
+// mount took the idmapping (a file system without idmapped-mount support
+// does not).
 func privateRoot(scratch string, rules []Rule, uid uint32) (*privateFS, error) {
 	usernsFD := -1
 	if uid != 0 {
