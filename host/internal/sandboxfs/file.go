@@ -125,12 +125,18 @@ func (f *file) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errno) 
 			f.dirents = append(f.dirents, experimentalsys.Dirent{Name: e.Name(), Type: e.Type()})
 		}
 	}
-	rest := f.dirents[f.direntN:]
+	return nextDirents(f.dirents, &f.direntN, n), 0
+}
+
+// nextDirents returns up to n (all when n <= 0) of the listing all from
+// *pos on, and moves *pos past them.
+func nextDirents(all []experimentalsys.Dirent, pos *int, n int) []experimentalsys.Dirent {
+	rest := all[*pos:]
 	if n > 0 && n < len(rest) {
 		rest = rest[:n]
 	}
-	f.direntN += len(rest)
-	return rest, 0
+	*pos += len(rest)
+	return rest
 }
 
 // Write implements experimentalsys.File.

@@ -198,6 +198,19 @@ func (m *memTmp) changeable(p string) (*memNode, string, experimentalsys.Errno) 
 	return d, last, 0
 }
 
+// existing is changeable for an entry that must exist: it also returns
+// the entry (ENOENT when there is none).
+func (m *memTmp) existing(p string) (d *memNode, name string, n *memNode, errno experimentalsys.Errno) {
+	if d, name, errno = m.changeable(p); errno != 0 {
+		return nil, "", nil, errno
+	}
+	n, ok := d.kids[name]
+	if !ok {
+		return nil, "", nil, experimentalsys.ENOENT
+	}
+	return d, name, n, 0
+}
+
 // touch marks a folder's entries changed.
 func touch(d *memNode) {
 	now := time.Now().UnixNano()
@@ -330,13 +343,9 @@ func (m *memTmp) Rename(from, to string) experimentalsys.Errno {
 		return errno
 	}
 	defer m.mu.Unlock()
-	fd, fname, errno := m.changeable(from)
+	fd, fname, n, errno := m.existing(from)
 	if errno != 0 {
 		return errno
-	}
-	n, ok := fd.kids[fname]
-	if !ok {
-		return experimentalsys.ENOENT
 	}
 	td, tname, errno := m.changeable(to)
 	if errno != 0 {
@@ -394,14 +403,11 @@ func (m *memTmp) remove(p string, dir bool) experimentalsys.Errno {
 		return errno
 	}
 	defer m.mu.Unlock()
-	d, last, errno := m.changeable(p)
+	d, last, n, errno := m.existing(p)
 	if errno != 0 {
 		return errno
 	}
-	n, ok := d.kids[last]
 	switch {
-	case !ok:
-		return experimentalsys.ENOENT
 	case dir && !n.mode.IsDir():
 		return experimentalsys.ENOTDIR
 	case dir && len(n.kids) > 0:
@@ -579,12 +585,7 @@ func (f *memFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errn
 		}
 		f.m.mu.Unlock()
 	}
-	rest := f.dirents[f.direntN:]
-	if n > 0 && n < len(rest) {
-		rest = rest[:n]
-	}
-	f.direntN += len(rest)
-	return rest, 0
+	return nextDirents(f.dirents, &f.direntN, n), 0
 }
 
 // Write implements experimentalsys.File.
