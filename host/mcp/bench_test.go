@@ -108,6 +108,17 @@ func BenchmarkServe(b *testing.B) {
 		})
 	}
 	overHTTP("http", srv.Handler())
+	overConn := func(name string, handler http.Handler) {
+		b.Run(name, func(b *testing.B) {
+			ts := httptest.NewServer(handler)
+			defer ts.Close()
+			c := newConnHTTP(b, ts.URL)
+			for i := 0; b.Loop(); i++ {
+				c.post(b, fmt.Sprintf(call, i+2), true)
+			}
+		})
+	}
+	overConn("conn", srv.Handler())
 	overHTTP("http-sdk", sdkOnly.Handler())
 	// The floors of Streamable HTTP: a handler that reads the body and
 	// writes back a canned result, and one that makes the host.Call and
@@ -122,6 +133,7 @@ func BenchmarkServe(b *testing.B) {
 	}
 	canned := []byte(`{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1}}`)
 	overHTTP("http-floor", floor(func(*http.Request) []byte { return canned }))
+	overConn("conn-floor", floor(func(*http.Request) []byte { return canned }))
 	overHTTP("http-floor-spin", floor(func(*http.Request) []byte {
 		// As long as host.Call takes, touching almost no memory: the
 		// round trip a call would cost if it left the caches as it

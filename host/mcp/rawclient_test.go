@@ -3,9 +3,12 @@ package mcp_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -132,4 +135,60 @@ func (c *rawStdio) roundTrip(tb testing.TB, msg string, must bool) string {
 		}
 		return line
 	}
+}
+
+// connHTTP is the leanest Streamable HTTP client: HTTP/1.1 written and
+// read on one kept-alive TCP connection by the calling goroutine, with no
+// transport goroutines between the caller and the socket.
+type connHTTP struct {
+	conn    net.Conn
+	r       *bufio.Reader
+	w       *bufio.Writer
+	host    string
+	session string
+}
+
+// newConnHTTP dials url's host and initializes a session there.
+func newConnHTTP(tb testing.TB, rawURL string) *connHTTP {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	c := &connHTTP{conn: conn, r: bufio.NewReader(conn), w: bufio.NewWriter(conn), host: u.Host}
+	if _, body := c.post(tb, initialize, false); c.session == "" {
+		tb.Fatalf("no session: %s", body)
+	}
+	c.post(tb, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, false)
+	return c
+}
+
+// post is rawHTTP.post on the connection.
+func (c *connHTTP) post(tb testing.TB, body string, must bool) (int, string) {
+	fmt.Fprintf(c.w, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n", c.host, len(body))
+	if c.session != "" {
+		fmt.Fprintf(c.w, "Mcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-06-18\r\n", c.session)
+	}
+	c.w.WriteString("\r\n")
+	c.w.WriteString(body)
+	if err := c.w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+		c.session = s
+	}
+	if must && (resp.StatusCode != 200 || !strings.Contains(string(b), `"result"`) || strings.Contains(string(b), `"isError":true`)) {
+		tb.Fatalf("%d %.300s", resp.StatusCode, b)
+	}
+	return resp.StatusCode, string(b)
 }

@@ -76,8 +76,8 @@ func BenchmarkGuestAfterRestore(b *testing.B) {
 			}
 			in := &bytes.Reader{}
 			var out bytes.Buffer
-			var mem experimental.MemoryAllocator = &snapshotAllocator{cap: &memoryCap{limit: 1 << 30}, pool: constantSource(rm.initial)}
-			if rm.initial == nil {
+			var mem experimental.MemoryAllocator = &snapshotAllocator{cap: &memoryCap{limit: 1 << 30}, pool: prefixSource{prefix: rm.initial, size: rm.initialSize}}
+			if rm.initialSize == 0 {
 				mem = &memoryCap{limit: 1 << 30}
 			}
 			cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().WithStdin(in).WithStdout(&out)

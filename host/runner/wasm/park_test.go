@@ -164,11 +164,15 @@ func TestParked_fuel(t *testing.T) {
 	if hits, _, _ := wasm.SlotStats(p); hits < 3 {
 		t.Fatalf("%d parked calls", hits)
 	}
-	// Every call, on whichever instance, starts from the park point:
-	// the same input costs the same fuel.
+	// Every call, on whichever instance, starts from the park point: the
+	// same input costs about the same fuel. Not exactly the same: each
+	// parked instance started on its own and drew its own hash seeds (the
+	// Go runtime does at start-up), so filling a map can take a few more
+	// steps on one instance than on another (0.1 % was seen). Counting
+	// the start-up too would cost several times more.
 	for _, u := range used[1:] {
-		if u != used[0] {
-			t.Fatalf("fuel per call %v", used)
+		if diff := max(u, used[0]) - min(u, used[0]); diff > used[0]/100 {
+			t.Fatalf("fuel per call %v: more than 1 %% apart", used)
 		}
 	}
 

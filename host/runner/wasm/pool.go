@@ -83,6 +83,21 @@ type constantSource []byte
 func (s constantSource) get() []byte { return append(make([]byte, 0, len(s)), s...) }
 func (s constantSource) put([]byte)  {}
 
+// prefixSource hands out buffers of size bytes that start with prefix and
+// are zero after it; put drops the buffer.
+type prefixSource struct {
+	prefix []byte
+	size   int
+}
+
+func (s prefixSource) get() []byte {
+	b := make([]byte, s.size)
+	copy(b, s.prefix)
+	return b
+}
+
+func (s prefixSource) put([]byte) {}
+
 // pools is the runner-wide memory budget shared by every tool's pool
 // (policy pool.memoryMb) and the set of live pools, drained on Close.
 type pools struct {

@@ -58,17 +58,36 @@ func (c *reactorCache) rewriteCommand(sum string, instrumented func() ([]byte, e
 	return c.rewriteAs(true, sum, instrumented)
 }
 
-func (c *reactorCache) rewriteAs(command bool, sum string, instrumented func() ([]byte, error)) (*reactorModule, error) {
+// cached returns the rewritten reactor of the module whose hex SHA-256 is
+// sum when memory or disk holds it, else nil.
+func (c *reactorCache) cached(sum string) *reactorModule {
 	key := reactorKey(sum)
-	if command {
-		key = reactorKey("command:" + sum)
+	rm := c.lookup(key)
+	if rm != nil {
+		c.mu.Lock()
+		c.mem[key] = rm
+		c.mu.Unlock()
 	}
+	return rm
+}
+
+// lookup is the rewrite stored under key, in memory or on disk, or nil.
+func (c *reactorCache) lookup(key string) *reactorModule {
 	c.mu.Lock()
 	rm := c.mem[key]
 	c.mu.Unlock()
 	if rm == nil {
 		rm = decodeReactor(c.files.Load(key, nil))
 	}
+	return rm
+}
+
+func (c *reactorCache) rewriteAs(command bool, sum string, instrumented func() ([]byte, error)) (*reactorModule, error) {
+	key := reactorKey(sum)
+	if command {
+		key = reactorKey("command:" + sum)
+	}
+	rm := c.lookup(key)
 	if rm == nil {
 		code, err := instrumented()
 		if err != nil {
@@ -109,7 +128,7 @@ type reactorHeader struct {
 func encodeReactor(rm *reactorModule) []byte {
 	stored := len(bytes.TrimRight(rm.initial, "\x00"))
 	hdr, _ := json.Marshal(reactorHeader{
-		Code: len(rm.code), Digest: hex.EncodeToString(rm.digest[:]), Initial: len(rm.initial), Stored: stored,
+		Code: len(rm.code), Digest: hex.EncodeToString(rm.digest[:]), Initial: rm.initialSize, Stored: stored,
 		Globals: rm.globals, Counter: rm.counter, Reusable: rm.reusable,
 	})
 	out := binary.LittleEndian.AppendUint32(nil, uint32(len(hdr)))
@@ -140,13 +159,13 @@ func decodeReactor(b []byte) *reactorModule {
 		return nil
 	}
 	rm := &reactorModule{
-		code:     body[:h.Code:h.Code],
-		initial:  make([]byte, h.Initial),
-		globals:  h.Globals,
-		counter:  h.Counter,
-		reusable: h.Reusable,
+		code:        body[:h.Code:h.Code],
+		initial:     body[h.Code:],
+		initialSize: h.Initial,
+		globals:     h.Globals,
+		counter:     h.Counter,
+		reusable:    h.Reusable,
 	}
-	copy(rm.initial, body[h.Code:])
 	copy(rm.digest[:], digest)
 	return rm
 }

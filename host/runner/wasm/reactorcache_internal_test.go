@@ -51,7 +51,7 @@ func TestReactorCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, rm := range []*reactorModule{first, got} {
-			if !bytes.Equal(rm.code, want.code) || !bytes.Equal(rm.initial, want.initial) ||
+			if !bytes.Equal(rm.code, want.code) || !bytes.Equal(rm.initial, want.initial) || rm.initialSize != want.initialSize ||
 				!reflect.DeepEqual(rm.globals, want.globals) || rm.counter != want.counter || rm.reusable != want.reusable {
 				t.Fatal("a cached rewrite differs from rewriteReactor's")
 			}

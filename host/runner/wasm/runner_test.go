@@ -556,3 +556,74 @@ func TestClose_thenRunFails(t *testing.T) {
 		t.Fatal("run on a closed runner succeeded")
 	}
 }
+
+// TestPrepare_runsTheLoadedBytes: a tool loaded from its manifest runs the
+// module as it was when it loaded. A rewrite cached under the loaded
+// digest is used without reading the module again, so a module changed
+// after load is never run; without such a rewrite the module is read and
+// the change is a LOAD_ERROR.
+func TestPrepare_runsTheLoadedBytes(t *testing.T) {
+	src := filepath.Join("..", "..", "..", "toolpacks", "core")
+	code, err := os.ReadFile(filepath.Join(src, "echo.wasm"))
+	if err != nil {
+		t.Skipf("toolpacks not built: %v", err)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"echo.tool.json", "README.md"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	modulePath := filepath.Join(dir, "echo.wasm")
+	if err := os.WriteFile(modulePath, code, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	load := func() *manifest.Tool {
+		tool, err := manifest.Load(filepath.Join(dir, "echo.tool.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tool
+	}
+	e := newEnv(t)
+	cache := t.TempDir()
+	runnerAt := func(cache string) *wasm.Runner {
+		r, err := wasm.New(context.Background(), wasm.Options{CacheDir: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Close(context.Background()) })
+		return r
+	}
+	// The first runner reads the module and caches its rewrite.
+	first := load()
+	p, err := runnerAt(cache).Prepare(context.Background(), first, e.grant(first.Dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, p, `{"a":1}`); res.Err != nil || strings.TrimSpace(string(res.Output)) != `{"a":1}` {
+		t.Fatalf("first runner: %v %s", res.Err, res.Output)
+	}
+
+	loaded := load()
+	// The module changes after its manifest loaded (a valid module, so
+	// only the digest tells the two apart).
+	if err := os.WriteFile(modulePath, append(code, 0, 4, 'n', 'o', 't', 'e'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err = runnerAt(cache).Prepare(context.Background(), loaded, e.grant(loaded.Dir))
+	if err != nil {
+		t.Fatalf("with the cached rewrite: %v", err)
+	}
+	if res := run(t, p, `{"b":2}`); res.Err != nil || strings.TrimSpace(string(res.Output)) != `{"b":2}` {
+		t.Fatalf("with the cached rewrite: %v %s", res.Err, res.Output)
+	}
+	_, err = runnerAt(t.TempDir()).Prepare(context.Background(), loaded, e.grant(loaded.Dir))
+	if !errors.Is(err, abi.ErrLoadError) || !strings.Contains(err.Error(), "sha256") {
+		t.Fatalf("without a cached rewrite, a module changed since load: %v", err)
+	}
+}

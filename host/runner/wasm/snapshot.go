@@ -81,8 +81,10 @@ type reactorModule struct {
 	// code is the module without data segments and with every mutable
 	// global exported under globalExportPrefix.
 	code []byte
-	// initial is the linear memory the original data segments describe.
-	initial []byte
+	// initial is the start of the linear memory the original data
+	// segments describe, initialSize bytes in all: the rest is zeros.
+	initial     []byte
+	initialSize int
 	// globals are the added export names; counter is the index in
 	// globals of the meter's fuel counter, or -1.
 	globals []string
@@ -142,6 +144,8 @@ func rewriteModule(code []byte, command bool) (*reactorModule, error) {
 			return nil, err
 		}
 	}
+	size := len(initial)
+	initial = bytes.TrimRight(initial, "\x00")
 	counter := -1
 	counterIndex := uint32(math.MaxUint32)
 	for _, e := range m.ExportSection {
@@ -176,7 +180,7 @@ func rewriteModule(code []byte, command bool) (*reactorModule, error) {
 	}
 	mutates, err := mutatesTables(m)
 	reusable := err == nil && !mutates && addFdCheck(m)
-	return &reactorModule{code: binary.EncodeModule(m), initial: initial, globals: globals, counter: counter, reusable: reusable}, nil
+	return &reactorModule{code: binary.EncodeModule(m), initial: initial, initialSize: size, globals: globals, counter: counter, reusable: reusable}, nil
 }
 
 // initialMemory is the linear memory a module's data segments describe.
@@ -316,7 +320,7 @@ func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (*fastPath, 
 			p.logger.Warn("cleanup after start-up", "error", err)
 		}
 	}()
-	seed := &snapshotAllocator{cap: c.memory, pool: constantSource(rm.initial)}
+	seed := &snapshotAllocator{cap: c.memory, pool: prefixSource{prefix: rm.initial, size: rm.initialSize}}
 	ctx = experimental.WithMemoryAllocator(ctx, seed)
 	// The meter's budget: the deadline always, fuel when limited.
 	c.budget = &meter.Budget{Fuel: p.limits.Fuel}

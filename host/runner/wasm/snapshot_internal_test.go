@@ -87,8 +87,8 @@ func TestRewriteReactor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rm.initial) != 65536 || string(rm.initial[16:21]) != "hello" || rm.initial[15] != 0 || rm.initial[21] != 0 {
-		t.Fatalf("initial memory %d bytes, segment %q", len(rm.initial), rm.initial[16:21])
+	if rm.initialSize != 65536 || len(rm.initial) != 21 || string(rm.initial[16:21]) != "hello" || rm.initial[15] != 0 {
+		t.Fatalf("initial memory %d bytes, %d stored, segment %q", rm.initialSize, len(rm.initial), rm.initial[16:])
 	}
 	if len(rm.globals) != 1 || rm.globals[0] != globalExportPrefix+"0" || rm.counter != -1 || !rm.reusable {
 		t.Fatalf("globals %q counter %d reusable %v", rm.globals, rm.counter, rm.reusable)
