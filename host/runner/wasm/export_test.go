@@ -6,3 +6,6 @@ func CompiledCount(r *Runner) int {
 	defer r.mu.Unlock()
 	return len(r.compiled)
 }
+
+// Startups returns how many start-ups r ran to take a snapshot.
+func Startups(r *Runner) int64 { return r.startups.Load() }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -53,7 +54,11 @@ type Runner struct {
 	meter  *meter.Cache // instrumented modules (interrupt.go)
 	// reactors are the rewritten reactor modules (reactorcache.go).
 	reactors *reactorCache
-	pools    *pools // fast-path memory pools and their budget
+	// snapshots stores start-up snapshots on disk (snapshotcache.go);
+	// nil without a cache folder.
+	snapshots *snapshotCache
+	startups  atomic.Int64 // start-ups run for a snapshot (for tests)
+	pools     *pools       // fast-path memory pools and their budget
 
 	mu       sync.Mutex
 	compiled map[string]*compileEntry // by module SHA-256
@@ -107,6 +112,12 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	mc.Discarded = func(path, reason string) {
 		named.Warn("discarded a cached instrumented module; rebuilding it", "file", filepath.Base(path), "reason", reason)
 	}
+	var snapshots *snapshotCache
+	if opts.CacheDir != "" {
+		snapshots = newSnapshotCache(filepath.Join(opts.CacheDir, "snapshot"), func(path, reason string) {
+			named.Warn("discarded a cached start-up snapshot; starting the tool afresh", "file", filepath.Base(path), "reason", reason)
+		})
+	}
 	return &Runner{
 		logger: named,
 		rt:     rt,
@@ -115,8 +126,9 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		reactors: newReactorCache(reactorDir, func(path, reason string) {
 			named.Warn("discarded a cached reactor module; rebuilding it", "file", filepath.Base(path), "reason", reason)
 		}),
-		pools:    newPools(opts.PoolMemoryBytes),
-		compiled: map[string]*compileEntry{},
+		snapshots: snapshots,
+		pools:     newPools(opts.PoolMemoryBytes),
+		compiled:  map[string]*compileEntry{},
 	}, nil
 }
 

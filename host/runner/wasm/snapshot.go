@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wabin/binary"
 	"github.com/tetratelabs/wabin/leb128"
@@ -17,9 +18,11 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/agenthost/agenthost/host/internal/meter"
+	"github.com/agenthost/agenthost/host/internal/sandboxfs"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
 )
@@ -287,9 +290,22 @@ func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant 
 	if err != nil {
 		return nil, err
 	}
-	fp, err := p.snapshot(ctx, rm)
-	if err != nil {
-		return nil, err
+	key := ""
+	if r.snapshots != nil {
+		key = p.snapshotKey(rm, args(tool.ToolID, grant.Config), len(grant.Env))
+	}
+	var fp *fastPath
+	if key != "" {
+		fp = r.snapshots.load(key, rm, p.limits.MemoryBytes)
+	}
+	if fp == nil {
+		var touched bool
+		if fp, touched, err = p.snapshot(ctx, rm); err != nil {
+			return nil, err
+		}
+		if key != "" && !touched {
+			r.snapshots.save(key, fp)
+		}
 	}
 	fp.fds = uint32(3 + 1 + len(p.mounts)) // stdio, "/", the mounts
 	p.fast = fp
@@ -306,13 +322,15 @@ func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant 
 // which runs the plugin's main) in an instance set up like a call's
 // (same arguments, environment, mounts, limits) and captures its memory
 // and mutable globals. The meter's fuel counter is captured as 0, so
-// every call starts with an empty counter as on the slow path.
-func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (*fastPath, error) {
+// every call starts with an empty counter as on the slow path. touched
+// reports whether the start-up used the file system at all.
+func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (fp *fastPath, touched bool, err error) {
+	p.r.startups.Add(1)
 	ctx, stop, release := callContext(ctx, p.limits.Timeout)
 	defer release()
 	c, err := p.newCall(stop)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer p.release(c)
 	defer func() {
@@ -320,6 +338,17 @@ func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (*fastPath, 
 			p.logger.Warn("cleanup after start-up", "error", err)
 		}
 	}()
+	// The start-up sees the call's mounts through touchFS.
+	pooled := c.mounts
+	watched := *pooled
+	var used atomic.Bool
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(touchFS{FS: sandboxfs.NewDeny(pooled.denials), touched: &used}, "/")
+	for _, fs := range pooled.fss {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(touchFS{FS: fs, touched: &used}, fs.GuestPath())
+	}
+	watched.fsc = fsc
+	c.mounts = &watched
+	defer func() { c.mounts = pooled }()
 	seed := &snapshotAllocator{cap: c.memory, pool: prefixSource{prefix: rm.initial, size: rm.initialSize}}
 	ctx = experimental.WithMemoryAllocator(ctx, seed)
 	// The meter's budget: the deadline always, fuel when limited.
@@ -327,7 +356,7 @@ func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (*fastPath, 
 	ctx = meter.WithBudget(ctx, c.budget)
 	mod, err := p.r.rt.InstantiateModule(ctx, p.compiled, p.moduleConfig(ctx, c, nil))
 	if err != nil {
-		return nil, p.startupError("instantiate", c, err, context.Cause(ctx))
+		return nil, false, p.startupError("instantiate", c, err, context.Cause(ctx))
 	}
 	defer p.closeModule(mod)
 	for _, name := range []string{exportInitialize, exportInit} {
@@ -336,7 +365,7 @@ func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (*fastPath, 
 			err = errors.New("agenthost_init did not return 0: main did not call guest.Run")
 		}
 		if err != nil {
-			return nil, p.startupError(name, c, err, context.Cause(ctx))
+			return nil, false, p.startupError(name, c, err, context.Cause(ctx))
 		}
 	}
 	// The SDK's warm-up puts the runtime in the state a call leaves it
@@ -345,25 +374,25 @@ func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (*fastPath, 
 	// the tool's fuel; the deadline still applies.
 	if warm := mod.ExportedFunction(exportWarm); warm != nil {
 		if _, err := warm.Call(meter.WithBudget(ctx, &meter.Budget{})); err != nil {
-			return nil, p.startupError(exportWarm, c, err, context.Cause(ctx))
+			return nil, false, p.startupError(exportWarm, c, err, context.Cause(ctx))
 		}
 	}
 	size := mod.Memory().Size()
 	mem, ok := mod.Memory().Read(0, size)
 	if !ok {
-		return nil, errors.New("read the start-up memory")
+		return nil, false, errors.New("read the start-up memory")
 	}
-	fp := &fastPath{globals: rm.globals, values: make([]uint64, len(rm.globals)), memory: append([]byte(nil), mem...)}
+	fp = &fastPath{globals: rm.globals, values: make([]uint64, len(rm.globals)), memory: append([]byte(nil), mem...)}
 	for i, name := range rm.globals {
 		g := mod.ExportedGlobal(name)
 		if g == nil {
-			return nil, fmt.Errorf("global export %s missing", name)
+			return nil, false, fmt.Errorf("global export %s missing", name)
 		}
 		if i != rm.counter {
 			fp.values[i] = g.Get()
 		}
 	}
-	return fp, nil
+	return fp, used.Load(), nil
 }
 
 // startupError describes a failed start-up with the call's result

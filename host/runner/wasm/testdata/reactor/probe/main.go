@@ -21,6 +21,9 @@
 //	listfd    lists the directory open as descriptor code
 //	now       returns the time and 8 random bytes
 //	gcstats   returns the runtime's collection count and heap figures
+//	startup   returns what the start-up read: with the argument
+//	          --startup-read=PATH (handler config startup-read), main
+//	          reads PATH before it serves calls
 package main
 
 import (
@@ -32,6 +35,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -66,9 +70,16 @@ var (
 	calls      int
 	sink       [][]byte
 	kept       *os.File
+	startup    string
 )
 
 func main() {
+	for _, a := range os.Args[1:] {
+		if p, ok := strings.CutPrefix(a, "--startup-read="); ok {
+			b, err := os.ReadFile(p)
+			startup = fmt.Sprintf("%s %v", b, err)
+		}
+	}
 	guest.Run(handle)
 }
 
@@ -178,6 +189,8 @@ func handle(_ context.Context, a in) (out, error) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		o.Data = fmt.Sprintf("numgc=%d heap=%d next=%d sys=%d", ms.NumGC, ms.HeapAlloc, ms.NextGC, ms.Sys)
+	case "startup":
+		o.Data = startup
 	case "now":
 		b := make([]byte, 8)
 		_, _ = rand.Read(b)

@@ -1,0 +1,282 @@
+package wasm
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/agenthost/agenthost/host/internal/filecache"
+)
+
+// Snapshots on disk (docs/POOLS.md, "Snapshots on disk"). A reactor's
+// start-up (the Go runtime's initialisation and the plugin's main) took
+// 13–18 ms of every process's first call of a tool. With a cache folder
+// the snapshot it leaves is stored, checked against its digest on read
+// like every cached file, and a later process starts from it.
+//
+// A snapshot is stored only when it is a function of what the key
+// records:
+//   - the rewritten module (its digest), the guest's arguments, the
+//     mounts as the guest sees them (path, root, kind, read-only) and the
+//     limits;
+//   - the version of wazero (its WASI answers) and snapshotVersion (the
+//     host's own start-up environment);
+//   - the machine's boot: the guest reads the monotonic clock, which
+//     starts again at each boot (a deterministic tool has a fixed clock
+//     and needs none).
+//
+// And it is not stored at all when the start-up touched the file system
+// (opened, listed or looked up anything: a file's content could change
+// before the next process), or when the grant passes environment
+// variables (their values, perhaps secrets, would be in the memory
+// written to disk).
+
+// snapshotVersion changes whenever the start-up environment a guest sees
+// (besides what the key records) would.
+const snapshotVersion = "1"
+
+// snapshotCache stores start-up snapshots. Safe for concurrent use.
+type snapshotCache struct {
+	files filecache.Store
+}
+
+func newSnapshotCache(dir string, discarded func(path, reason string)) *snapshotCache {
+	return &snapshotCache{files: filecache.Store{
+		Dir:       dir,
+		Magic:     "agenthost-snapshot-file-v" + snapshotVersion + "\n",
+		Name:      func(key string) string { return "snapshot-" + key + ".bin" },
+		Discarded: discarded,
+	}}
+}
+
+// snapshotKey is the key of p's snapshot of rm, or "" when it must not
+// be stored (see the file comment).
+func (p *prepared) snapshotKey(rm *reactorModule, guestArgs []string, envVars int) string {
+	if envVars > 0 {
+		return ""
+	}
+	boot := "deterministic"
+	if !p.limits.Deterministic {
+		id, err := bootID()
+		if err != nil {
+			return ""
+		}
+		boot = id
+	}
+	h := sha256.New()
+	field := func(s string) {
+		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(s))))
+		h.Write([]byte(s))
+	}
+	field("agenthost-snapshot-v" + snapshotVersion)
+	field(wazeroVersion())
+	field(boot)
+	field(hex.EncodeToString(rm.digest[:]))
+	for _, a := range guestArgs {
+		field("arg " + a)
+	}
+	for _, m := range p.mounts {
+		c := m.cfg
+		field(fmt.Sprintf("mount %q root=%s prefix=%q readOnly=%t create=%t temp=%t tempBytes=%d", c.GuestPath, c.Root, c.Prefix, c.ReadOnly, c.Create, c.Temp, c.TempBytes))
+	}
+	l := p.limits
+	field(fmt.Sprintf("limits timeout=%d memory=%d fuel=%d output=%d deterministic=%t", l.Timeout, l.MemoryBytes, l.Fuel, l.MaxOutputBytes, l.Deterministic))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// bootID names the machine's current boot (Linux); elsewhere an error,
+// and no snapshot is stored.
+var bootID = sync.OnceValues(func() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(b))
+	if id == "" {
+		return "", fmt.Errorf("empty boot id")
+	}
+	return id, nil
+})
+
+// wazeroVersion is the version of wazero this binary was built with.
+var wazeroVersion = sync.OnceValue(func() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/tetratelabs/wazero" {
+				if d.Replace != nil {
+					return d.Path + "@" + d.Version + "=>" + d.Replace.Path + "@" + d.Replace.Version
+				}
+				return d.Path + "@" + d.Version
+			}
+		}
+	}
+	return "github.com/tetratelabs/wazero@unknown"
+})
+
+// snapshotHeader is the stored form's metadata.
+type snapshotHeader struct {
+	Size    int      `json:"size"` // bytes of memory
+	Globals []string `json:"globals"`
+	Values  []uint64 `json:"values"`
+}
+
+// save stores fp under key: the header's length (4 bytes), the header
+// (JSON), the whole memory. The memory is stored whole, zeros included,
+// so a load can use the bytes it read without copying them (a 4 MiB copy
+// into fresh pages cost 4 ms, more than reading the file). A failed
+// write only costs the next process its start-up.
+func (c *snapshotCache) save(key string, fp *fastPath) {
+	hdr, err := json.Marshal(snapshotHeader{Size: len(fp.memory), Globals: fp.globals, Values: fp.values})
+	if err != nil {
+		return
+	}
+	out := binary.LittleEndian.AppendUint32(make([]byte, 0, 4+len(hdr)+len(fp.memory)), uint32(len(hdr)))
+	out = append(out, hdr...)
+	_ = c.files.Save(key, append(out, fp.memory...))
+}
+
+// load returns the snapshot stored under key for rm, or nil when there
+// is none, it is not well formed, its globals are not rm's, or its
+// memory is over limit bytes.
+func (c *snapshotCache) load(key string, rm *reactorModule, limit uint64) *fastPath {
+	b := c.files.Load(key, nil)
+	if len(b) < 4 {
+		return nil
+	}
+	n := int(binary.LittleEndian.Uint32(b))
+	if n > len(b)-4 {
+		return nil
+	}
+	var h snapshotHeader
+	if json.Unmarshal(b[4:4+n], &h) != nil {
+		return nil
+	}
+	mem := b[4+n:]
+	if h.Size != len(mem) || h.Size%(64<<10) != 0 || uint64(h.Size) > limit ||
+		!slices.Equal(h.Globals, rm.globals) || len(h.Values) != len(h.Globals) {
+		return nil
+	}
+	return &fastPath{globals: rm.globals, values: h.Values, memory: mem[:len(mem):len(mem)]}
+}
+
+// touchFS is a mount of a start-up whose snapshot may be stored: the
+// mount's file system, recording any use at all.
+type touchFS struct {
+	experimentalsys.FS
+	touched *atomic.Bool
+}
+
+func (f touchFS) touch() { f.touched.Store(true) }
+
+// OpenFile implements experimentalsys.FS. Opening the mount's root is not
+// a use: wazero opens it to answer fd_prestat_get, which every Go guest
+// calls at start-up for each preopen; listing it or reading its metadata
+// is (touchDir).
+func (f touchFS) OpenFile(path string, flag experimentalsys.Oflag, perm iofs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if path != "." {
+		f.touch()
+		return f.FS.OpenFile(path, flag, perm)
+	}
+	d, errno := f.FS.OpenFile(path, flag, perm)
+	if errno != 0 {
+		return nil, errno
+	}
+	return touchDir{File: d, touched: f.touched}, 0
+}
+
+// touchDir is a mount's root handle seen by a start-up whose snapshot may
+// be stored.
+type touchDir struct {
+	experimentalsys.File
+	touched *atomic.Bool
+}
+
+// Readdir implements experimentalsys.File.
+func (d touchDir) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errno) {
+	d.touched.Store(true)
+	return d.File.Readdir(n)
+}
+
+// Stat implements experimentalsys.File.
+func (d touchDir) Stat() (sys.Stat_t, experimentalsys.Errno) {
+	d.touched.Store(true)
+	return d.File.Stat()
+}
+
+// Lstat implements experimentalsys.FS.
+func (f touchFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
+	f.touch()
+	return f.FS.Lstat(path)
+}
+
+// Stat implements experimentalsys.FS.
+func (f touchFS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
+	f.touch()
+	return f.FS.Stat(path)
+}
+
+// Mkdir implements experimentalsys.FS.
+func (f touchFS) Mkdir(path string, perm iofs.FileMode) experimentalsys.Errno {
+	f.touch()
+	return f.FS.Mkdir(path, perm)
+}
+
+// Chmod implements experimentalsys.FS.
+func (f touchFS) Chmod(path string, perm iofs.FileMode) experimentalsys.Errno {
+	f.touch()
+	return f.FS.Chmod(path, perm)
+}
+
+// Rename implements experimentalsys.FS.
+func (f touchFS) Rename(from, to string) experimentalsys.Errno {
+	f.touch()
+	return f.FS.Rename(from, to)
+}
+
+// Rmdir implements experimentalsys.FS.
+func (f touchFS) Rmdir(path string) experimentalsys.Errno {
+	f.touch()
+	return f.FS.Rmdir(path)
+}
+
+// Unlink implements experimentalsys.FS.
+func (f touchFS) Unlink(path string) experimentalsys.Errno {
+	f.touch()
+	return f.FS.Unlink(path)
+}
+
+// Link implements experimentalsys.FS.
+func (f touchFS) Link(oldPath, newPath string) experimentalsys.Errno {
+	f.touch()
+	return f.FS.Link(oldPath, newPath)
+}
+
+// Symlink implements experimentalsys.FS.
+func (f touchFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
+	f.touch()
+	return f.FS.Symlink(oldPath, linkName)
+}
+
+// Readlink implements experimentalsys.FS.
+func (f touchFS) Readlink(path string) (string, experimentalsys.Errno) {
+	f.touch()
+	return f.FS.Readlink(path)
+}
+
+// Utimens implements experimentalsys.FS.
+func (f touchFS) Utimens(path string, atim, mtim int64) experimentalsys.Errno {
+	f.touch()
+	return f.FS.Utimens(path, atim, mtim)
+}
