@@ -280,7 +280,8 @@ func addFdCheck(m *wabin.Module) bool {
 
 // prepareReactor prepares a reactor tool: it compiles the rewritten
 // module (once per module), builds the prepared tool and takes its
-// snapshot under the tool's grant.
+// snapshot under the tool's grant, or reads the one stored on disk
+// (snapshotcache.go).
 func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant *policy.Grant, mounts []mount, rm *reactorModule) (*prepared, error) {
 	mod, err := r.compile(ctx, "reactor-"+hex.EncodeToString(rm.digest[:]), rm.code)
 	if err != nil {
@@ -292,7 +293,7 @@ func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant 
 	}
 	key := ""
 	if r.snapshots != nil {
-		key = p.snapshotKey(rm, args(tool.ToolID, grant.Config), len(grant.Env))
+		key = snapshotKey(rm, tool, grant, mounts, p.limits)
 	}
 	var fp *fastPath
 	if key != "" {

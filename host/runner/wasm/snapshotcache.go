@@ -18,6 +18,8 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/agenthost/agenthost/host/internal/filecache"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
 )
 
 // Snapshots on disk (docs/POOLS.md, "Snapshots on disk"). A reactor's
@@ -61,14 +63,15 @@ func newSnapshotCache(dir string, discarded func(path, reason string)) *snapshot
 	}}
 }
 
-// snapshotKey is the key of p's snapshot of rm, or "" when it must not
-// be stored (see the file comment).
-func (p *prepared) snapshotKey(rm *reactorModule, guestArgs []string, envVars int) string {
-	if envVars > 0 {
+// snapshotKey is the key of the snapshot of rm under grant, with mounts
+// and limits (the prepared tool's), or "" when it must not be stored (see
+// the file comment).
+func snapshotKey(rm *reactorModule, tool *manifest.Tool, grant *policy.Grant, mounts []mount, limits policy.Limits) string {
+	if len(grant.Env) > 0 {
 		return ""
 	}
 	boot := "deterministic"
-	if !p.limits.Deterministic {
+	if !limits.Deterministic {
 		id, err := bootID()
 		if err != nil {
 			return ""
@@ -84,14 +87,14 @@ func (p *prepared) snapshotKey(rm *reactorModule, guestArgs []string, envVars in
 	field(wazeroVersion())
 	field(boot)
 	field(hex.EncodeToString(rm.digest[:]))
-	for _, a := range guestArgs {
+	for _, a := range args(tool.ToolID, grant.Config) {
 		field("arg " + a)
 	}
-	for _, m := range p.mounts {
+	for _, m := range mounts {
 		c := m.cfg
 		field(fmt.Sprintf("mount %q root=%s prefix=%q readOnly=%t create=%t temp=%t tempBytes=%d", c.GuestPath, c.Root, c.Prefix, c.ReadOnly, c.Create, c.Temp, c.TempBytes))
 	}
-	l := p.limits
+	l := limits
 	field(fmt.Sprintf("limits timeout=%d memory=%d fuel=%d output=%d deterministic=%t", l.Timeout, l.MemoryBytes, l.Fuel, l.MaxOutputBytes, l.Deterministic))
 	return hex.EncodeToString(h.Sum(nil))
 }
