@@ -64,9 +64,7 @@ func (c *reactorCache) cached(sum string) *reactorModule {
 	key := reactorKey(sum)
 	rm := c.lookup(key)
 	if rm != nil {
-		c.mu.Lock()
-		c.mem[key] = rm
-		c.mu.Unlock()
+		c.remember(key, rm)
 	}
 	return rm
 }
@@ -80,6 +78,13 @@ func (c *reactorCache) lookup(key string) *reactorModule {
 		rm = decodeReactor(c.files.Load(key, nil))
 	}
 	return rm
+}
+
+// remember keeps rm in memory under key.
+func (c *reactorCache) remember(key string, rm *reactorModule) {
+	c.mu.Lock()
+	c.mem[key] = rm
+	c.mu.Unlock()
 }
 
 func (c *reactorCache) rewriteAs(command bool, sum string, instrumented func() ([]byte, error)) (*reactorModule, error) {
@@ -99,9 +104,7 @@ func (c *reactorCache) rewriteAs(command bool, sum string, instrumented func() (
 		rm.digest = sha256.Sum256(rm.code)
 		_ = c.files.Save(key, encodeReactor(rm))
 	}
-	c.mu.Lock()
-	c.mem[key] = rm
-	c.mu.Unlock()
+	c.remember(key, rm)
 	return rm, nil
 }
 

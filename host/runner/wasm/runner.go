@@ -199,6 +199,15 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if err != nil {
 		return nil, fail(abi.CodeLoadError, "%v", err)
 	}
+	// The fast path: a reactor pre-initialised once (snapshot.go),
+	// instrumented and rewritten once (reactorcache.go).
+	reactor := func(rm *reactorModule) (runner.Prepared, error) {
+		p, err := r.prepareReactor(ctx, tool, grant, mounts, rm)
+		if err != nil {
+			return nil, fail(abi.CodeLoadError, "pre-initialise %s: %v", h.Module, err)
+		}
+		return p, nil
+	}
 	if loaded := tool.Digest(); loaded != "" && (h.SHA256 == "" || strings.EqualFold(h.SHA256, loaded)) {
 		// The loader hashed the module (and checked it against the pin)
 		// when the manifest loaded. A rewrite cached under that digest is
@@ -206,11 +215,7 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 		// hashed again: about 5 ms of a process's first call for a Go
 		// tool of a few MiB.
 		if rm := r.reactors.cached(loaded); rm != nil {
-			p, err := r.prepareReactor(ctx, tool, grant, mounts, rm)
-			if err != nil {
-				return nil, fail(abi.CodeLoadError, "pre-initialise %s: %v", h.Module, err)
-			}
-			return p, nil
+			return reactor(rm)
 		}
 	}
 	code, sum, err := readModule(tool)
@@ -221,8 +226,6 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 		return nil, fail(abi.CodeLoadError, "module %s has sha256 %s, manifest says %s", h.Module, sum, h.SHA256)
 	}
 	if isReactor(code) {
-		// The fast path: a reactor pre-initialised once (snapshot.go),
-		// instrumented and rewritten once (reactorcache.go).
 		rm, err := r.reactors.rewrite(sum, func() ([]byte, error) {
 			metered, _, err := r.instrument(code, sum)
 			if err != nil {
@@ -233,11 +236,7 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 		if err != nil {
 			return nil, fail(abi.CodeLoadError, "pre-initialise %s: %v", h.Module, err)
 		}
-		p, err := r.prepareReactor(ctx, tool, grant, mounts, rm)
-		if err != nil {
-			return nil, fail(abi.CodeLoadError, "pre-initialise %s: %v", h.Module, err)
-		}
-		return p, nil
+		return reactor(rm)
 	}
 	if p, err := r.prepareCommand(ctx, tool, grant, mounts, sum, code); err != nil || p != nil {
 		return p, err
