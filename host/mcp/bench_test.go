@@ -76,7 +76,9 @@ func BenchmarkCall(b *testing.B) {
 // handler that writes a canned result (http-floor), by one that first
 // spins for as long as host.Call takes (http-floor-spin), by one that
 // makes the host.Call and writes its envelope (http-floor-call), and by
-// a loop on the pipes (pipe).
+// a loop on the pipes (pipe). conn and conn-floor send the same call and
+// floor from a client writing HTTP/1.1 on its own connection, without
+// http.Client's transport goroutines.
 func BenchmarkServe(b *testing.B) {
 	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
 	ctx := context.Background()
