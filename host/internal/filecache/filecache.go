@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // Store is one kind of derived file in one folder. The zero Dir keeps
@@ -33,6 +34,50 @@ type Store struct {
 	Name func(key string) string
 	// Discarded, when set, is told of each file that failed its check.
 	Discarded func(path, reason string)
+	// Gate, when set, lets the owner stop the store's writes (Gate.Close).
+	Gate *Gate
+}
+
+// Gate stops the writes of the stores that share it. A process's work
+// can outlive its owner's Close (a tool still being prepared when its
+// runner closes); once Close has returned no write to the folder starts,
+// and none is in progress, so the folder can be removed or copied.
+type Gate struct {
+	mu     sync.Mutex
+	closed bool
+	writes sync.WaitGroup
+}
+
+// enter reports whether a write may start; leave must follow a true.
+func (g *Gate) enter() bool {
+	if g == nil {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.writes.Add(1)
+	return true
+}
+
+func (g *Gate) leave() {
+	if g != nil {
+		g.writes.Done()
+	}
+}
+
+// Close refuses every later write and waits for those in progress. A nil
+// Gate has nothing to close.
+func (g *Gate) Close() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.writes.Wait()
 }
 
 // Path returns the file of key.
@@ -64,6 +109,10 @@ func (s *Store) Load(key string, valid func(body []byte) bool) []byte {
 }
 
 func (s *Store) discard(path, reason string) {
+	if !s.Gate.enter() {
+		return
+	}
+	defer s.Gate.leave()
 	_ = os.Remove(path)
 	if s.Discarded != nil {
 		s.Discarded(path, reason)
@@ -72,9 +121,10 @@ func (s *Store) discard(path, reason string) {
 
 // Save stores body under key.
 func (s *Store) Save(key string, body []byte) error {
-	if s.Dir == "" {
+	if s.Dir == "" || !s.Gate.enter() {
 		return nil
 	}
+	defer s.Gate.leave()
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return fmt.Errorf("file cache: %w", err)
 	}

@@ -2,7 +2,10 @@ package filecache_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agenthost/agenthost/host/internal/filecache"
@@ -79,5 +82,58 @@ func write(t *testing.T, path string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGate: once the gate is closed a store neither writes nor removes
+// anything, and Close waits for the writes in progress (run with -race).
+func TestGate(t *testing.T) {
+	dir := t.TempDir()
+	gate := &filecache.Gate{}
+	s := filecache.Store{Dir: dir, Magic: "test-v1\n", Name: func(k string) string { return k + ".bin" }, Gate: gate}
+	if err := s.Save("kept", []byte("body")); err != nil {
+		t.Fatal(err)
+	}
+	// A damaged file, to see that a closed store does not remove it.
+	if err := os.WriteFile(s.Path("damaged"), []byte("test-v1\nnot a digest"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = s.Save(fmt.Sprintf("racing-%d", i), bytes.Repeat([]byte{byte(i)}, 1<<20))
+		}()
+	}
+	gate.Close()
+	// Whatever Save did before Close is finished: the folder holds whole
+	// files only, and no temporary one.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Fatalf("a write was still in progress after Close: %s", e.Name())
+		}
+	}
+	before := len(entries)
+	if err := s.Save("late", []byte("body")); err != nil {
+		t.Fatal(err)
+	}
+	if s.Load("damaged", nil) != nil {
+		t.Fatal("the damaged file loaded")
+	}
+	wg.Wait()
+	after, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.Path("late")); err == nil || len(after) != before {
+		t.Fatalf("the closed store wrote or removed files: %d entries before, %d after", before, len(after))
+	}
+	if string(s.Load("kept", nil)) != "body" {
+		t.Fatal("a file saved before Close no longer loads")
 	}
 }

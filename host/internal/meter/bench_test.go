@@ -193,25 +193,25 @@ func BenchmarkInstrument(b *testing.B) {
 func BenchmarkCache(b *testing.B) {
 	wasm := goGuest(b, "primes")
 	dir := b.TempDir()
-	if _, err := meter.NewCache(dir).Instrument(wasm); err != nil {
+	if _, err := meter.NewCache(dir, nil).Instrument(wasm); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("miss", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := meter.NewCache("").Instrument(wasm); err != nil {
+			if _, err := meter.NewCache("", nil).Instrument(wasm); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("diskHit", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := meter.NewCache(dir).Instrument(wasm); err != nil {
+			if _, err := meter.NewCache(dir, nil).Instrument(wasm); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("memoryHit", func(b *testing.B) {
-		c := meter.NewCache(dir)
+		c := meter.NewCache(dir, nil)
 		for b.Loop() {
 			if _, err := c.Instrument(wasm); err != nil {
 				b.Fatal(err)

@@ -29,11 +29,13 @@ type Cache struct {
 }
 
 // NewCache returns a cache that persists under dir, created 0700 on first
-// write; dir "" keeps the cache in memory only.
-func NewCache(dir string) *Cache {
+// write; dir "" keeps the cache in memory only. gate, when not nil, stops
+// its writes (filecache.Gate).
+func NewCache(dir string, gate *filecache.Gate) *Cache {
 	c := &Cache{mem: map[string][]byte{}}
 	c.files = filecache.Store{
 		Dir:   dir,
+		Gate:  gate,
 		Magic: fileMagic,
 		Name:  func(key string) string { return "meter-" + key + ".wasm" },
 		Discarded: func(path, reason string) {

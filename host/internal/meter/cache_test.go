@@ -56,7 +56,7 @@ func TestCache(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.setup(t)
-			c := meter.NewCache(tc.dir)
+			c := meter.NewCache(tc.dir, nil)
 			got, err := c.Instrument(wasm)
 			if err != nil {
 				t.Fatal(err)
@@ -89,7 +89,7 @@ func TestCache(t *testing.T) {
 // nothing.
 func TestCache_error(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := meter.NewCache(dir).Instrument([]byte("not wasm")); err == nil {
+	if _, err := meter.NewCache(dir, nil).Instrument([]byte("not wasm")); err == nil {
 		t.Fatal("no error")
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {

@@ -18,7 +18,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	metered, err := meter.NewCache("").Instrument(wasm)
+	metered, err := meter.NewCache("", nil).Instrument(wasm)
 	if err != nil {
 		fmt.Println(err)
 		return

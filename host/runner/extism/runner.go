@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/internal/filecache"
 	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/agenthost/agenthost/host/internal/netguard"
 	"github.com/agenthost/agenthost/host/internal/sandboxfs"
@@ -56,7 +57,9 @@ type Runner struct {
 	log   hclog.Logger
 	cache wazero.CompilationCache
 	meter *meter.Cache
-	rt    wazero.Runtime
+	// writes stops the meter cache's writes at Close.
+	writes *filecache.Gate
+	rt     wazero.Runtime
 
 	mu      sync.Mutex
 	modules map[string]*module
@@ -101,7 +104,8 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("extism runner: %w", err)
 	}
-	mc := meter.NewCache(opts.CacheDir)
+	writes := &filecache.Gate{}
+	mc := meter.NewCache(opts.CacheDir, writes)
 	named := log.Named("runner.extism")
 	mc.Discarded = func(path, reason string) {
 		named.Warn("discarded a cached instrumented module; rebuilding it", "file", filepath.Base(path), "reason", reason)
@@ -111,6 +115,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		log:     named,
 		cache:   cache,
 		meter:   mc,
+		writes:  writes,
 		rt:      rt,
 		modules: make(map[string]*module),
 	}, nil
@@ -119,6 +124,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 // Close releases the runtime and every compiled module. Prepared tools
 // must not be run afterwards.
 func (r *Runner) Close(ctx context.Context) error {
+	r.writes.Close()
 	err := r.rt.Close(ctx)
 	if cerr := r.cache.Close(ctx); err == nil {
 		err = cerr

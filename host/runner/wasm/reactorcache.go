@@ -33,10 +33,11 @@ type reactorCache struct {
 	mem   map[string]*reactorModule
 }
 
-func newReactorCache(dir string, discarded func(path, reason string)) *reactorCache {
+func newReactorCache(dir string, gate *filecache.Gate, discarded func(path, reason string)) *reactorCache {
 	return &reactorCache{
 		files: filecache.Store{
 			Dir:       dir,
+			Gate:      gate,
 			Magic:     "agenthost-reactor-file-v" + reactorVersion + "\n",
 			Name:      func(key string) string { return "reactor-" + key + ".bin" },
 			Discarded: discarded,

@@ -29,7 +29,7 @@ func TestReactorCache(t *testing.T) {
 	sum := fmt.Sprintf("%x", sha256.Sum256(code))
 	built := 0
 	instrumented := func() ([]byte, error) { built++; return code, nil }
-	first, err := newReactorCache(dir, onDiscard).rewrite(sum, instrumented)
+	first, err := newReactorCache(dir, nil, onDiscard).rewrite(sum, instrumented)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestReactorCache(t *testing.T) {
 		},
 	} {
 		damage()
-		got, err := newReactorCache(dir, onDiscard).rewrite(sum, instrumented)
+		got, err := newReactorCache(dir, nil, onDiscard).rewrite(sum, instrumented)
 		if err != nil {
 			t.Fatal(err)
 		}

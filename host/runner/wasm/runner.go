@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/internal/filecache"
 	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/agenthost/agenthost/host/internal/sandboxfs"
 	"github.com/agenthost/agenthost/host/internal/wasiguard"
@@ -58,7 +59,10 @@ type Runner struct {
 	// nil without a cache folder.
 	snapshots *snapshotCache
 	startups  atomic.Int64 // start-ups run for a snapshot (for tests)
-	pools     *pools       // fast-path memory pools and their budget
+	// writes stops the caches' writes at Close: a preparation can end
+	// after it, and the cache folder must then be left alone.
+	writes *filecache.Gate
+	pools  *pools // fast-path memory pools and their budget
 
 	mu       sync.Mutex
 	compiled map[string]*compileEntry // by module SHA-256
@@ -107,14 +111,15 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		meterDir = filepath.Join(opts.CacheDir, "meter")
 		reactorDir = filepath.Join(opts.CacheDir, "reactor")
 	}
-	mc := meter.NewCache(meterDir)
+	writes := &filecache.Gate{}
+	mc := meter.NewCache(meterDir, writes)
 	named := logger.Named("runner.wasm")
 	mc.Discarded = func(path, reason string) {
 		named.Warn("discarded a cached instrumented module; rebuilding it", "file", filepath.Base(path), "reason", reason)
 	}
 	var snapshots *snapshotCache
 	if opts.CacheDir != "" {
-		snapshots = newSnapshotCache(filepath.Join(opts.CacheDir, "snapshot"), func(path, reason string) {
+		snapshots = newSnapshotCache(filepath.Join(opts.CacheDir, "snapshot"), writes, func(path, reason string) {
 			named.Warn("discarded a cached start-up snapshot; starting the tool afresh", "file", filepath.Base(path), "reason", reason)
 		})
 	}
@@ -123,10 +128,11 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		rt:     rt,
 		cache:  cache,
 		meter:  mc,
-		reactors: newReactorCache(reactorDir, func(path, reason string) {
+		reactors: newReactorCache(reactorDir, writes, func(path, reason string) {
 			named.Warn("discarded a cached reactor module; rebuilding it", "file", filepath.Base(path), "reason", reason)
 		}),
 		snapshots: snapshots,
+		writes:    writes,
 		pools:     newPools(opts.PoolMemoryBytes),
 		compiled:  map[string]*compileEntry{},
 	}, nil
@@ -137,6 +143,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 // A compilation in progress is not waited for: the runtime is released
 // when it ends, and its module is dropped.
 func (r *Runner) Close(ctx context.Context) error {
+	r.writes.Close()
 	r.mu.Lock()
 	r.closed = true
 	r.compiled = map[string]*compileEntry{}

@@ -54,9 +54,10 @@ type snapshotCache struct {
 	files filecache.Store
 }
 
-func newSnapshotCache(dir string, discarded func(path, reason string)) *snapshotCache {
+func newSnapshotCache(dir string, gate *filecache.Gate, discarded func(path, reason string)) *snapshotCache {
 	return &snapshotCache{files: filecache.Store{
 		Dir:       dir,
+		Gate:      gate,
 		Magic:     "agenthost-snapshot-file-v" + snapshotVersion + "\n",
 		Name:      func(key string) string { return "snapshot-" + key + ".bin" },
 		Discarded: discarded,
