@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/big"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -65,6 +66,14 @@ type fastNode struct {
 	ref   *fastNode
 	allOf []*fastNode
 	anyOf []*fastNode
+}
+
+// onlyTypes reports whether n constrains nothing but the value's type:
+// every other field is as a schema without keywords leaves it.
+func (n *fastNode) onlyTypes() bool {
+	bare := *n
+	bare.types = 0
+	return reflect.DeepEqual(bare, fastNode{maxProps: -1, maxItems: -1, maxLen: -1})
 }
 
 type fastPattern struct {

@@ -143,6 +143,9 @@ type Schema struct {
 	byLocation map[string]*jsonschema.Schema
 	// kinds caches allowedKinds of every reachable schema for Coerce.
 	kinds map[*jsonschema.Schema]uint8
+	// anyObject is set when the schema holds for every object and for
+	// nothing else (see AnyObject).
+	anyObject bool
 }
 
 func newSchema(js *jsonschema.Schema, url string) *Schema {
@@ -153,8 +156,15 @@ func newSchema(js *jsonschema.Schema, url string) *Schema {
 		s.kinds[n] = allowedKinds(n, 0)
 	})
 	s.fast = compileFast(js)
+	s.anyObject = s.fast != nil && s.fast.types == tObj && s.fast.onlyTypes()
 	return s
 }
+
+// AnyObject reports whether the schema holds for every JSON object and for
+// no other value (for example {"type": "object"}, whatever its
+// description says): a caller holding well-formed JSON text that starts
+// with '{' knows it is valid without decoding it.
+func (s *Schema) AnyObject() bool { return s.anyObject }
 
 // URL returns the mem:// URL the schema was compiled under.
 func (s *Schema) URL() string { return s.url }

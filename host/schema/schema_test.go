@@ -301,3 +301,33 @@ func TestValidate_alternatives(t *testing.T) {
 		}
 	}
 }
+
+func TestAnyObject(t *testing.T) {
+	tests := []struct {
+		schema string
+		want   bool
+	}{
+		{`{"type":"object"}`, true},
+		{`{"type":"object","additionalProperties":true,"description":"anything"}`, true},
+		{`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","title":"t"}`, true},
+		{`{}`, false},                                      // any value, not only objects
+		{`{"type":["object","null"]}`, false},              // null too
+		{`{"type":"object","required":["a"]}`, false},      // a constraint
+		{`{"type":"object","properties":{"a":{}}}`, false}, // properties: conservative
+		{`{"type":"object","additionalProperties":false}`, false},
+		{`{"type":"object","minProperties":1}`, false},
+		{`{"type":"object","maxProperties":3}`, false},
+		{`{"type":"object","allOf":[{"required":["a"]}]}`, false},
+		{`{"type":"object","not":{"required":["a"]}}`, false}, // outside the fast path
+		{`{"type":"array"}`, false},
+	}
+	for _, tc := range tests {
+		s := mustCompile(t, tc.schema)
+		if got := s.AnyObject(); got != tc.want {
+			t.Errorf("%s: AnyObject() = %v, want %v", tc.schema, got, tc.want)
+		}
+		if tc.want && (s.Validate(map[string]any{"x": 1.0}) != nil || s.Validate([]any{}) == nil) {
+			t.Errorf("%s: not exactly the objects", tc.schema)
+		}
+	}
+}
