@@ -49,6 +49,11 @@ import (
 // (besides what the key records) would.
 const snapshotVersion = "1"
 
+// maxStoredSnapshot is the largest memory stored: a start-up that leaves
+// more would fill the cache folder (and its size cap) with a few tools,
+// and reading it back would cost about as much as the start-up.
+const maxStoredSnapshot = 256 << 20
+
 // snapshotCache stores start-up snapshots. Safe for concurrent use.
 type snapshotCache struct {
 	files filecache.Store
@@ -142,6 +147,9 @@ type snapshotHeader struct {
 // into fresh pages cost 4 ms, more than reading the file). A failed
 // write only costs the next process its start-up.
 func (c *snapshotCache) save(key string, fp *fastPath) {
+	if len(fp.memory) > maxStoredSnapshot {
+		return
+	}
 	hdr, err := json.Marshal(snapshotHeader{Size: len(fp.memory), Globals: fp.globals, Values: fp.values})
 	if err != nil {
 		return
