@@ -49,9 +49,10 @@ import (
 // (besides what the key records) would.
 const snapshotVersion = "1"
 
-// maxStoredSnapshot is the largest memory stored: a start-up that leaves
-// more would fill the cache folder (and its size cap) with a few tools,
-// and reading it back would cost about as much as the start-up.
+// maxStoredSnapshot is the largest memory stored: a few start-ups that
+// leave more would fill the cache folder (and its size cap), and reading
+// one back and checking its digest would take a quarter of a second or
+// more.
 const maxStoredSnapshot = 256 << 20
 
 // snapshotCache stores start-up snapshots. Safe for concurrent use.
