@@ -98,28 +98,25 @@ func BenchmarkServe(b *testing.B) {
 	defer srv.Close()
 	sdkOnly := mcp.New(h, mcp.Options{NoFastPath: true})
 	defer sdkOnly.Close()
-	// Each HTTP case: the same client, sending the same call, to handler.
-	overHTTP := func(name string, handler http.Handler) {
+	// Each HTTP case: one client, sending the same call, to handler.
+	type poster interface {
+		post(tb testing.TB, body string, must bool) (int, string)
+	}
+	over := func(name string, handler http.Handler, client func(testing.TB, string) poster) {
 		b.Run(name, func(b *testing.B) {
 			ts := httptest.NewServer(handler)
 			defer ts.Close()
-			c := newRawHTTP(b, ts.URL)
+			c := client(b, ts.URL)
 			for i := 0; b.Loop(); i++ {
 				c.post(b, fmt.Sprintf(call, i+2), true)
 			}
 		})
 	}
+	viaClient := func(tb testing.TB, url string) poster { return newRawHTTP(tb, url) }
+	viaConn := func(tb testing.TB, url string) poster { return newConnHTTP(tb, url) }
+	overHTTP := func(name string, handler http.Handler) { over(name, handler, viaClient) }
+	overConn := func(name string, handler http.Handler) { over(name, handler, viaConn) }
 	overHTTP("http", srv.Handler())
-	overConn := func(name string, handler http.Handler) {
-		b.Run(name, func(b *testing.B) {
-			ts := httptest.NewServer(handler)
-			defer ts.Close()
-			c := newConnHTTP(b, ts.URL)
-			for i := 0; b.Loop(); i++ {
-				c.post(b, fmt.Sprintf(call, i+2), true)
-			}
-		})
-	}
 	overConn("conn", srv.Handler())
 	overHTTP("http-sdk", sdkOnly.Handler())
 	// The floors of Streamable HTTP: a handler that reads the body and

@@ -3,9 +3,7 @@ package wasm
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"strings"
 	"sync"
 
@@ -126,37 +124,26 @@ type reactorHeader struct {
 	Reusable bool     `json:"reusable"`
 }
 
-// encodeReactor is the stored form: the header's length (4 bytes), the
-// header (JSON), the module, the initial memory without its trailing
-// zeros.
+// encodeReactor is the stored form (framed.go): the header, then the
+// module and the initial memory without its trailing zeros.
 func encodeReactor(rm *reactorModule) []byte {
 	stored := len(bytes.TrimRight(rm.initial, "\x00"))
-	hdr, _ := json.Marshal(reactorHeader{
+	out, _ := frame(reactorHeader{
 		Code: len(rm.code), Digest: hex.EncodeToString(rm.digest[:]), Initial: rm.initialSize, Stored: stored,
 		Globals: rm.globals, Counter: rm.counter, Reusable: rm.reusable,
-	})
-	out := binary.LittleEndian.AppendUint32(nil, uint32(len(hdr)))
-	out = append(out, hdr...)
-	out = append(out, rm.code...)
-	return append(out, rm.initial[:stored]...)
+	}, rm.code, rm.initial[:stored])
+	return out
 }
 
 // decodeReactor reads encodeReactor's form; nil when b is nil or not
 // well formed (the file's digest already matched, so only a file of
 // another layout gets here).
 func decodeReactor(b []byte) *reactorModule {
-	if len(b) < 4 {
-		return nil
-	}
-	n := int(binary.LittleEndian.Uint32(b))
-	if n > len(b)-4 {
-		return nil
-	}
 	var h reactorHeader
-	if json.Unmarshal(b[4:4+n], &h) != nil {
+	body, ok := unframe(b, &h)
+	if !ok {
 		return nil
 	}
-	body := b[4+n:]
 	digest, err := hex.DecodeString(h.Digest)
 	if err != nil || len(digest) != sha256.Size || h.Code < 0 || h.Stored < 0 || h.Stored > h.Initial ||
 		h.Code+h.Stored != len(body) || h.Counter < -1 || h.Counter >= len(h.Globals) {

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	iofs "io/fs"
 	"os"
@@ -142,8 +141,8 @@ type snapshotHeader struct {
 	Values  []uint64 `json:"values"`
 }
 
-// save stores fp under key: the header's length (4 bytes), the header
-// (JSON), the whole memory. The memory is stored whole, zeros included,
+// save stores fp under key (framed.go): the header, then the whole
+// memory. The memory is stored whole, zeros included,
 // so a load can use the bytes it read without copying them (a 4 MiB copy
 // into fresh pages cost 4 ms, more than reading the file). A failed
 // write only costs the next process its start-up.
@@ -151,33 +150,20 @@ func (c *snapshotCache) save(key string, fp *fastPath) {
 	if len(fp.memory) > maxStoredSnapshot {
 		return
 	}
-	hdr, err := json.Marshal(snapshotHeader{Size: len(fp.memory), Globals: fp.globals, Values: fp.values})
+	out, err := frame(snapshotHeader{Size: len(fp.memory), Globals: fp.globals, Values: fp.values}, fp.memory)
 	if err != nil {
 		return
 	}
-	out := binary.LittleEndian.AppendUint32(make([]byte, 0, 4+len(hdr)+len(fp.memory)), uint32(len(hdr)))
-	out = append(out, hdr...)
-	_ = c.files.Save(key, append(out, fp.memory...))
+	_ = c.files.Save(key, out)
 }
 
 // load returns the snapshot stored under key for rm, or nil when there
 // is none, it is not well formed, its globals are not rm's, or its
 // memory is over limit bytes.
 func (c *snapshotCache) load(key string, rm *reactorModule, limit uint64) *fastPath {
-	b := c.files.Load(key, nil)
-	if len(b) < 4 {
-		return nil
-	}
-	n := int(binary.LittleEndian.Uint32(b))
-	if n > len(b)-4 {
-		return nil
-	}
 	var h snapshotHeader
-	if json.Unmarshal(b[4:4+n], &h) != nil {
-		return nil
-	}
-	mem := b[4+n:]
-	if h.Size != len(mem) || h.Size%(64<<10) != 0 || uint64(h.Size) > limit ||
+	mem, ok := unframe(c.files.Load(key, nil), &h)
+	if !ok || h.Size != len(mem) || h.Size%(64<<10) != 0 || uint64(h.Size) > limit ||
 		!slices.Equal(h.Globals, rm.globals) || len(h.Values) != len(h.Globals) {
 		return nil
 	}
