@@ -32,8 +32,9 @@ import (
 //   - the rewritten module (its digest), the guest's arguments, the
 //     mounts as the guest sees them (path, root, kind, read-only) and the
 //     limits;
-//   - the version of wazero (its WASI answers) and snapshotVersion (the
-//     host's own start-up environment);
+//   - the version of wazero (its WASI answers), the build of the host
+//     when it was recorded, and snapshotVersion (the host's own start-up
+//     environment);
 //   - the machine's boot: the guest reads the monotonic clock, which
 //     starts again at each boot (a deterministic tool has a fixed clock
 //     and needs none).
@@ -90,7 +91,7 @@ func snapshotKey(rm *reactorModule, tool *manifest.Tool, grant *policy.Grant, mo
 		h.Write([]byte(s))
 	}
 	field("agenthost-snapshot-v" + snapshotVersion)
-	field(wazeroVersion())
+	field(builtWith())
 	field(boot)
 	field(hex.EncodeToString(rm.digest[:]))
 	for _, a := range args(tool.ToolID, grant.Config) {
@@ -119,19 +120,30 @@ var bootID = sync.OnceValues(func() (string, error) {
 	return id, nil
 })
 
-// wazeroVersion is the version of wazero this binary was built with.
-var wazeroVersion = sync.OnceValue(func() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "github.com/tetratelabs/wazero" {
-				if d.Replace != nil {
-					return d.Path + "@" + d.Version + "=>" + d.Replace.Path + "@" + d.Replace.Version
-				}
-				return d.Path + "@" + d.Version
+// builtWith names the version of wazero this binary was built with and,
+// when the build recorded them, the main module's version and commit: a
+// release's snapshots are not used by another release even if
+// snapshotVersion was not changed.
+var builtWith = sync.OnceValue(func() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown build"
+	}
+	out := "main " + bi.Main.Path + "@" + bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
+			out += " " + s.Key + "=" + s.Value
+		}
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/tetratelabs/wazero" {
+			out += "; " + d.Path + "@" + d.Version
+			if d.Replace != nil {
+				out += " => " + d.Replace.Path + "@" + d.Replace.Version
 			}
 		}
 	}
-	return "github.com/tetratelabs/wazero@unknown"
+	return out
 })
 
 // snapshotHeader is the stored form's metadata.
