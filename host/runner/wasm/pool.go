@@ -34,7 +34,7 @@ type memorySource interface {
 // outside Linux) get copies the snapshot instead.
 type mappedSource struct {
 	image *cowImage
-	copy  constantSource
+	copy  prefixSource
 
 	mu     sync.Mutex
 	mapped map[*byte]struct{} // data pointers of the mappings handed out
@@ -73,15 +73,12 @@ func (s *mappedSource) put(b []byte) {
 	delete(s.mapped, unsafe.SliceData(b))
 	s.mu.Unlock()
 	if ok {
-		_ = s.image.unmap(b[:len(s.copy):len(s.copy)])
+		_ = s.image.unmap(b[:s.copy.size:s.copy.size])
 	}
 }
 
-// constantSource copies one fixed image per get; put drops the buffer.
-type constantSource []byte
-
-func (s constantSource) get() []byte { return append(make([]byte, 0, len(s)), s...) }
-func (s constantSource) put([]byte)  {}
+// constantSource copies image per get; put drops the buffer.
+func constantSource(image []byte) prefixSource { return prefixSource{prefix: image, size: len(image)} }
 
 // prefixSource hands out buffers of size bytes that start with prefix and
 // are zero after it; put drops the buffer.
@@ -529,6 +526,6 @@ var (
 	_ experimental.MemoryAllocator = (*snapshotAllocator)(nil)
 	_ experimental.LinearMemory    = (*snapshotMemory)(nil)
 	_ memorySource                 = (*memoryPool)(nil)
-	_ memorySource                 = constantSource(nil)
+	_ memorySource                 = prefixSource{}
 	_ memorySource                 = (*mappedSource)(nil)
 )

@@ -172,7 +172,6 @@ func (f *countingFile) Close() experimentalsys.Errno {
 // opens and closes.
 func (p *prepared) slotMounts(n *fdCount, roots *rootDirs) (*mountSet, wazero.FSConfig, error) {
 	ms := &mountSet{denials: sandboxfs.NewDenials(nil)}
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(&countingFS{FS: sandboxfs.NewDeny(ms.denials), n: n, roots: roots}, "/")
 	for _, m := range p.mounts {
 		cfg := m.cfg
 		cfg.Checker, cfg.Denials = p.checker, ms.denials
@@ -181,10 +180,20 @@ func (p *prepared) slotMounts(n *fdCount, roots *rootDirs) (*mountSet, wazero.FS
 			return nil, nil, fmt.Errorf("mount %s: %w", cfg.GuestPath, err)
 		}
 		ms.fss = append(ms.fss, fs)
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&countingFS{FS: fs, n: n, roots: roots}, cfg.GuestPath)
 	}
-	ms.fsc = fsc
-	return ms, fsc, nil
+	ms.fsc = ms.wrapped(func(fs experimentalsys.FS) experimentalsys.FS { return &countingFS{FS: fs, n: n, roots: roots} })
+	return ms, ms.fsc, nil
+}
+
+// wrapped is the set's file systems as the guest sees them (a deny-all
+// "/" recording its refusals, then each mount at its guest path), each
+// seen through wrap.
+func (ms *mountSet) wrapped(wrap func(experimentalsys.FS) experimentalsys.FS) wazero.FSConfig {
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(wrap(sandboxfs.NewDeny(ms.denials)), "/")
+	for _, fs := range ms.fss {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(wrap(fs), fs.GuestPath())
+	}
+	return fsc
 }
 
 // slotAllocator gives a new instance the snapshot memory and remembers

@@ -18,11 +18,10 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/experimental/sysfs"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/agenthost/agenthost/host/internal/meter"
-	"github.com/agenthost/agenthost/host/internal/sandboxfs"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
 )
@@ -343,11 +342,7 @@ func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (fp *fastPat
 	pooled := c.mounts
 	watched := *pooled
 	var used atomic.Bool
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(touchFS{FS: sandboxfs.NewDeny(pooled.denials), touched: &used}, "/")
-	for _, fs := range pooled.fss {
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(touchFS{FS: fs, touched: &used}, fs.GuestPath())
-	}
-	watched.fsc = fsc
+	watched.fsc = pooled.wrapped(func(fs experimentalsys.FS) experimentalsys.FS { return touchFS{FS: fs, touched: &used} })
 	c.mounts = &watched
 	defer func() { c.mounts = pooled }()
 	seed := &snapshotAllocator{cap: c.memory, pool: prefixSource{prefix: rm.initial, size: rm.initialSize}}
