@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/agenthost/agenthost/abi"
 )
@@ -86,3 +90,44 @@ func TestDigestErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestHashFile checks that hashFile reads to the end whatever the size
+// hint says and however the reader splits its data.
+func TestHashFile(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3*maxChunk/16+5) // over three chunks
+	tests := []struct {
+		name string
+		data []byte
+		hint int64
+		r    func([]byte) io.Reader
+	}{
+		{"empty", nil, 0, plainReader},
+		{"small, exact hint", []byte("hello world\n"), 12, plainReader},
+		{"hint too small (the file grew)", big, 3, plainReader},
+		{"hint too large (the file shrank)", []byte("abc"), 1 << 20, plainReader},
+		{"over the chunk size", big, int64(len(big)), plainReader},
+		{"one byte per read", big[:5000], 5000, func(b []byte) io.Reader { return iotest.OneByteReader(bytes.NewReader(b)) }},
+		{"data with the EOF", big, int64(len(big)), func(b []byte) io.Reader { return iotest.DataErrReader(bytes.NewReader(b)) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := sha256.New()
+			n, err := hashFile(h, tc.r(tc.data), tc.hint)
+			if err != nil || n != int64(len(tc.data)) {
+				t.Fatalf("hashFile = %d, %v; want %d bytes", n, err, len(tc.data))
+			}
+			if want := sha256.Sum256(tc.data); !bytes.Equal(h.Sum(nil), want[:]) {
+				t.Errorf("digest %x, want %x", h.Sum(nil), want)
+			}
+		})
+	}
+	t.Run("read error", func(t *testing.T) {
+		boom := errors.New("boom")
+		if _, err := hashFile(sha256.New(), iotest.ErrReader(boom), 10); !errors.Is(err, boom) {
+			t.Errorf("err = %v, want %v", err, boom)
+		}
+	})
+}
+
+// plainReader reads b.
+func plainReader(b []byte) io.Reader { return bytes.NewReader(b) }
