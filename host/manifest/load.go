@@ -3,6 +3,7 @@ package manifest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,11 +37,13 @@ func Load(path string) (*Tool, error) {
 	if err != nil {
 		return nil, newError(path, "", "cannot read", err)
 	}
+	early := hashEarly(data, filepath.Dir(path))
 	t, err := Parse(data, path)
 	if err != nil {
+		early.stop()
 		return nil, err
 	}
-	if err := t.loadFile(); err != nil {
+	if err := t.loadFile(early); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -54,23 +57,79 @@ func LoadGenerated(doc []byte, path string) (*Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.loadFile(); err != nil {
+	if err := t.loadFile(nil); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// loadFile resolves, checks and hashes the handler's file.
-func (t *Tool) loadFile() error {
-	var rel, field string
-	switch t.Handler.Type {
+// handlerFile is the manifest field that names h's file and its value;
+// "" for a handler without a file.
+func handlerFile(h Handler) (field, rel string) {
+	switch h.Type {
 	case HandlerWasm:
-		rel, field = t.Handler.Module, "module"
+		return "module", h.Module
 	case HandlerScript:
-		rel, field = t.Handler.ScriptPath, "scriptPath"
+		return "scriptPath", h.ScriptPath
 	case HandlerWorkflow:
-		rel, field = t.Handler.Workflow, "workflow"
-	default:
+		return "workflow", h.Workflow
+	}
+	return "", ""
+}
+
+// earlyDigest is the digest of a manifest's handler file, computed while
+// the manifest is parsed (hashEarly).
+type earlyDigest struct {
+	file   string // the resolved file hashed
+	quit   chan struct{}
+	done   chan struct{}
+	digest string
+	err    error
+}
+
+// stop ends the hashing early, for a manifest that failed to parse: its
+// file may be large. Safe on nil.
+func (e *earlyDigest) stop() {
+	if e != nil {
+		close(e.quit)
+	}
+}
+
+// hashEarly starts hashing the handler file of the manifest in data (in
+// folder dir) when a quick look at data says which it is: parsing a
+// manifest (checking it and compiling its schemas) and hashing a module
+// of a few MiB take a few milliseconds each, and neither needs the
+// other. It returns nil when it cannot tell; loadFile then hashes after
+// the parse. loadFile resolves the file again from the parsed manifest
+// and uses this digest only when both name the same file.
+func hashEarly(data []byte, dir string) *earlyDigest {
+	var m struct {
+		Handler Handler `json:"handler"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return nil
+	}
+	field, rel := handlerFile(m.Handler)
+	if field == "" {
+		return nil
+	}
+	file, err := ResolveInside(dir, rel)
+	if err != nil {
+		return nil
+	}
+	e := &earlyDigest{file: file, quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		e.digest, e.err = hashFileUntil(file, e.quit)
+	}()
+	return e
+}
+
+// loadFile resolves, checks and hashes the handler's file. early, when
+// not nil, is that file's digest if hashEarly resolved the same one.
+func (t *Tool) loadFile(early *earlyDigest) error {
+	field, rel := handlerFile(t.Handler)
+	if field == "" {
 		return nil
 	}
 	ptr := "/handler/" + field
@@ -78,7 +137,13 @@ func (t *Tool) loadFile() error {
 	if err != nil {
 		return newError(t.Path, ptr, field+" "+rel, err)
 	}
-	digest, err := hashFile(file)
+	var digest string
+	if early != nil && early.file == file {
+		<-early.done
+		digest, err = early.digest, early.err
+	} else {
+		digest, err = hashFile(file)
+	}
 	if err != nil {
 		return newError(t.Path, ptr, field+" "+rel, err)
 	}
@@ -134,7 +199,29 @@ func ResolveInside(dir, rel string) (string, error) {
 // the same modules again and again (every reload, every host of a
 // multi-tenant server), each several MiB: the digest of a file whose
 // identity and times have not changed is remembered (fileDigests).
-func hashFile(path string) (string, error) {
+func hashFile(path string) (string, error) { return hashFileUntil(path, nil) }
+
+// errStopped ends a hash whose result is no longer wanted.
+var errStopped = errors.New("stopped")
+
+// stoppable is a reader that fails with errStopped once quit is closed.
+type stoppable struct {
+	r    io.Reader
+	quit <-chan struct{}
+}
+
+func (s stoppable) Read(p []byte) (int, error) {
+	select {
+	case <-s.quit:
+		return 0, errStopped
+	default:
+		return s.r.Read(p)
+	}
+}
+
+// hashFileUntil is hashFile, given up (with errStopped) once quit, when
+// not nil, is closed.
+func hashFileUntil(path string, quit <-chan struct{}) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("open: %w", err)
@@ -147,7 +234,11 @@ func hashFile(path string) (string, error) {
 		}
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	var r io.Reader = f
+	if quit != nil {
+		r = stoppable{f, quit}
+	}
+	if _, err := io.Copy(h, r); err != nil {
 		return "", fmt.Errorf("read: %w", err)
 	}
 	digest := hex.EncodeToString(h.Sum(nil))

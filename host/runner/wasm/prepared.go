@@ -57,8 +57,9 @@ type commandPath struct {
 	slots *slotPool
 }
 
-func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []mount, mod wazero.CompiledModule) (*prepared, error) {
-	limits := grant.Limits
+// callLimits is limits with this runner's defaults where a limit is
+// unset.
+func callLimits(limits policy.Limits) policy.Limits {
 	if limits.Timeout <= 0 {
 		limits.Timeout = DefaultTimeout
 	}
@@ -68,6 +69,11 @@ func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []
 	if limits.MaxOutputBytes <= 0 {
 		limits.MaxOutputBytes = DefaultMaxOutputBytes
 	}
+	return limits
+}
+
+func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []mount, mod wazero.CompiledModule) (*prepared, error) {
+	limits := callLimits(grant.Limits)
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions().

@@ -280,8 +280,19 @@ func addFdCheck(m *wabin.Module) bool {
 // prepareReactor prepares a reactor tool: it compiles the rewritten
 // module (once per module), builds the prepared tool and takes its
 // snapshot under the tool's grant, or reads the one stored on disk
-// (snapshotcache.go).
+// (snapshotcache.go). The stored snapshot is read and checked while the
+// module compiles: neither needs the other, and in a new process both
+// take a while (the compile most of a first call, the read about 6 ms).
 func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant *policy.Grant, mounts []mount, rm *reactorModule) (*prepared, error) {
+	key := ""
+	var stored chan *fastPath
+	if r.snapshots != nil {
+		limits := callLimits(grant.Limits)
+		if key = snapshotKey(rm, tool, grant, mounts, limits); key != "" {
+			stored = make(chan *fastPath, 1) // never blocks: a failed compile leaves it unread
+			go func() { stored <- r.snapshots.load(key, rm, limits.MemoryBytes) }()
+		}
+	}
 	mod, err := r.compile(ctx, "reactor-"+hex.EncodeToString(rm.digest[:]), rm.code)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", tool.Handler.Module, err)
@@ -290,13 +301,9 @@ func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant 
 	if err != nil {
 		return nil, err
 	}
-	key := ""
-	if r.snapshots != nil {
-		key = snapshotKey(rm, tool, grant, mounts, p.limits)
-	}
 	var fp *fastPath
-	if key != "" {
-		fp = r.snapshots.load(key, rm, p.limits.MemoryBytes)
+	if stored != nil {
+		fp = <-stored
 	}
 	if fp == nil {
 		var touched bool
