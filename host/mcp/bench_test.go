@@ -8,6 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,6 +124,23 @@ func BenchmarkServe(b *testing.B) {
 	overConn := func(name string, handler http.Handler) { over(name, handler, viaConn) }
 	overHTTP("http", srv.Handler())
 	overConn("conn", srv.Handler())
+	b.Run("conn-process", func(b *testing.B) {
+		// The conn client in a process of its own, as a real MCP client
+		// is: it does b.N calls untimed, then b.N timed, and prints
+		// how long those took.
+		client := buildConnClient(b)
+		ts := httptest.NewServer(srv.Handler())
+		defer ts.Close()
+		out, err := exec.Command(client, "-url", ts.URL, "-n", strconv.Itoa(b.N)).Output()
+		if err != nil {
+			b.Fatalf("connclient: %v", err)
+		}
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+		if err != nil {
+			b.Fatalf("connclient printed %q", out)
+		}
+		b.ReportMetric(float64(ns)/float64(b.N), "ns/op")
+	})
 	overHTTP("http-sdk", sdkOnly.Handler())
 	// The floors of Streamable HTTP: a handler that reads the body and
 	// writes back a canned result, and one that makes the host.Call and
@@ -174,4 +197,31 @@ func BenchmarkServe(b *testing.B) {
 			}
 		})
 	}
+}
+
+// buildConnClient builds testdata/connclient once per test binary and
+// returns its path.
+func buildConnClient(tb testing.TB) string {
+	connClient.once.Do(func() {
+		dir, err := os.MkdirTemp("", "connclient")
+		if err != nil {
+			connClient.err = err
+			return
+		}
+		connClient.path = filepath.Join(dir, "connclient")
+		if out, err := exec.Command("go", "build", "-o", connClient.path, "./testdata/connclient").CombinedOutput(); err != nil {
+			connClient.err = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if connClient.err != nil {
+		tb.Fatalf("build connclient: %v", connClient.err)
+	}
+	return connClient.path
+}
+
+// connClient is buildConnClient's result.
+var connClient struct {
+	once sync.Once
+	path string
+	err  error
 }
