@@ -87,21 +87,21 @@ type earlyDigest struct {
 	err    error
 }
 
-// stop ends the hashing early, for a manifest that failed to parse: its
-// file may be large. Safe on nil.
+// stop ends the hashing early, for a manifest that failed to parse
+// (its file may be large). Safe on nil.
 func (e *earlyDigest) stop() {
 	if e != nil {
 		close(e.quit)
 	}
 }
 
-// hashEarly starts hashing the handler file of the manifest in data (in
-// folder dir) when a quick look at data says which it is: parsing a
-// manifest (checking it and compiling its schemas) and hashing a module
-// of a few MiB take a few milliseconds each, and neither needs the
-// other. It returns nil when it cannot tell; loadFile then hashes after
-// the parse. loadFile resolves the file again from the parsed manifest
-// and uses this digest only when both name the same file.
+// hashEarly starts hashing the handler file named by the manifest data
+// (whose folder is dir) when a quick look at data tells which file.
+// Parsing a manifest (checking it, compiling its schemas) takes
+// milliseconds; hashing a module of a few MiB takes as long; neither
+// needs the other. It returns nil when it cannot tell, and loadFile
+// hashes after the parse. loadFile always resolves the file again
+// from the parsed manifest, and uses this digest only for that file.
 func hashEarly(data []byte, dir string) *earlyDigest {
 	var m struct {
 		Handler Handler `json:"handler"`

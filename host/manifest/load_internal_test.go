@@ -62,7 +62,7 @@ func TestHashEarly(t *testing.T) {
 	})
 }
 
-// TestHashFileUntil_stopped checks that a stopped hash ends with
+// TestHashFileUntil_stopped checks that a stopped hash returns
 // errStopped and leaves no remembered digest behind.
 func TestHashFileUntil_stopped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "big.wasm")

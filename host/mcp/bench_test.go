@@ -199,8 +199,8 @@ func BenchmarkServe(b *testing.B) {
 	}
 }
 
-// buildConnClient builds testdata/connclient once per test binary and
-// returns its path.
+// buildConnClient builds testdata/connclient (once per test binary)
+// and returns its path.
 func buildConnClient(tb testing.TB) string {
 	connClient.once.Do(func() {
 		dir, err := os.MkdirTemp("", "connclient")

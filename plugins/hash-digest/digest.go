@@ -108,13 +108,13 @@ func Digest(root string, in Input) (Output, error) {
 // maxChunk is the largest buffer hashFile reads into.
 const maxChunk = 64 << 10
 
-// hashFile writes all of r to h and returns how many bytes it read. The
-// buffer fits a file of the size stat gave (plus one byte, so that a
-// small file is read whole and its end seen in two reads), up to
-// maxChunk: io.Copy would allocate and clear 32 KiB for any file, which
-// costs a small file's hash several times its own work in a
-// WebAssembly guest. The size is only a hint; a file that grows or
-// shrinks is still read to its end.
+// hashFile writes all of r to h and returns how many bytes it read.
+// Its buffer holds the size stat gave plus one byte, up to maxChunk:
+// a small file is then read whole, its end seen in two reads.
+// io.Copy would allocate and clear 32 KiB for any file: in WebAssembly
+// guests, that costs several times a small file's hash.
+// The size is only a hint: a file that grows or shrinks is still
+// read to its end.
 func hashFile(h hash.Hash, r io.Reader, size int64) (int64, error) {
 	buf := make([]byte, min(max(size+1, 512), maxChunk))
 	var total int64

@@ -57,8 +57,8 @@ type commandPath struct {
 	slots *slotPool
 }
 
-// callLimits is limits with this runner's defaults where a limit is
-// unset.
+// callLimits returns limits with this runner's default
+// in place of each unset limit.
 func callLimits(limits policy.Limits) policy.Limits {
 	if limits.Timeout <= 0 {
 		limits.Timeout = DefaultTimeout

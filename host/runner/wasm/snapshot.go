@@ -280,9 +280,9 @@ func addFdCheck(m *wabin.Module) bool {
 // prepareReactor prepares a reactor tool: it compiles the rewritten
 // module (once per module), builds the prepared tool and takes its
 // snapshot under the tool's grant, or reads the one stored on disk
-// (snapshotcache.go). The stored snapshot is read and checked while the
-// module compiles: neither needs the other, and in a new process both
-// take a while (the compile most of a first call, the read about 6 ms).
+// (snapshotcache.go). A stored snapshot is read and checked while
+// the module compiles. Neither needs the other, and in a new process
+// both take a while: the compile most of a first call, the read 6 ms.
 func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant *policy.Grant, mounts []mount, rm *reactorModule) (*prepared, error) {
 	key := ""
 	var stored chan *fastPath

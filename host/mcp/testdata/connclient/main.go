@@ -1,8 +1,8 @@
-// Command connclient is BenchmarkServe's client in a process of its own:
-// it opens one kept-alive HTTP/1.1 connection to an MCP server's
-// Streamable HTTP endpoint, initializes a session, sends tools/call of
-// core:echo -n times without timing them (warm-up) and -n times timed,
-// and prints the timed calls' total duration in nanoseconds.
+// Command connclient is BenchmarkServe's client in a process of its own.
+// It opens one kept-alive HTTP/1.1 connection to an MCP server's
+// Streamable HTTP endpoint and initializes a session. Then it sends
+// tools/call of core:echo -n times untimed (warm-up), then -n times
+// timed, and prints how long the timed calls took in nanoseconds.
 package main
 
 import (
