@@ -80,18 +80,20 @@ func handlerFile(h Handler) (field, rel string) {
 // earlyDigest is the digest of a manifest's handler file, computed while
 // the manifest is parsed (hashEarly).
 type earlyDigest struct {
-	file   string // the resolved file hashed
-	quit   chan struct{}
-	done   chan struct{}
-	digest string
-	err    error
+	file     string // the resolved file hashed
+	quit     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	digest   string
+	err      error
 }
 
-// stop ends the hashing early, for a manifest that failed to parse
-// (its file may be large). Safe on nil.
+// stop ends the hashing if it still runs: its result is not wanted (a
+// manifest that failed to parse, or that names another file), and the
+// file may be large. Safe on nil and more than once.
 func (e *earlyDigest) stop() {
 	if e != nil {
-		close(e.quit)
+		e.stopOnce.Do(func() { close(e.quit) })
 	}
 }
 
@@ -128,6 +130,7 @@ func hashEarly(data []byte, dir string) *earlyDigest {
 // loadFile resolves, checks and hashes the handler's file. early, when
 // not nil, is that file's digest if hashEarly resolved the same one.
 func (t *Tool) loadFile(early *earlyDigest) error {
+	defer early.stop()
 	field, rel := handlerFile(t.Handler)
 	if field == "" {
 		return nil

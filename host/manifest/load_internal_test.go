@@ -84,3 +84,26 @@ func TestHashFileUntil_stopped(t *testing.T) {
 	var nilEarly *earlyDigest
 	nilEarly.stop() // safe on nil
 }
+
+// TestLoadFile_stopsAnUnusedHash checks that loadFile stops an early
+// hash of another file than the one it loads, and that stopping twice
+// is safe.
+func TestLoadFile_stopsAnUnusedHash(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"m.wasm": "m", "other.wasm": "other"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	early := hashEarly([]byte(`{"handler":{"type":"wasm","module":"m.wasm"}}`), dir)
+	tool := &Tool{Dir: dir, Handler: Handler{Type: HandlerWasm, Module: "other.wasm"}, state: &state{}}
+	if err := tool.loadFile(early); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-early.quit:
+	default:
+		t.Error("the unused early hash was not stopped")
+	}
+	early.stop()
+}
