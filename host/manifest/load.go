@@ -88,8 +88,8 @@ type earlyDigest struct {
 	err      error
 }
 
-// stop ends the hashing if it still runs: its result is not wanted (a
-// manifest that failed to parse, or that names another file), and the
+// stop ends the hashing if it still runs. Its result is not wanted
+// when the manifest failed to parse or names another file, and that
 // file may be large. Safe on nil and more than once.
 func (e *earlyDigest) stop() {
 	if e != nil {
