@@ -89,8 +89,8 @@ type earlyDigest struct {
 }
 
 // stop ends the hashing if it still runs. Its result is not wanted
-// when the manifest failed to parse or names another file, whose
-// size is unknown. Safe on nil and more than once.
+// when the manifest failed to parse or names another file (which
+// could be large). Safe on nil and more than once.
 func (e *earlyDigest) stop() {
 	if e != nil {
 		e.stopOnce.Do(func() { close(e.quit) })
