@@ -88,9 +88,9 @@ type earlyDigest struct {
 	err      error
 }
 
-// stop ends the hashing if it still runs. Its result is not wanted
-// when the manifest failed to parse or names another file (which
-// could be large). Safe on nil and more than once.
+// stop ends the hashing if it still runs, its result being unwanted:
+// the manifest failed to parse, or it names another file.
+// Safe on nil and more than once.
 func (e *earlyDigest) stop() {
 	if e != nil {
 		e.stopOnce.Do(func() { close(e.quit) })
