@@ -127,8 +127,8 @@ func hashEarly(data []byte, dir string) *earlyDigest {
 	return e
 }
 
-// loadFile resolves, checks and hashes the handler's file. early, when
-// not nil, is that file's digest if hashEarly resolved the same one.
+// loadFile resolves, checks and hashes the handler's file. It takes
+// the digest from early (nil if none) if hashEarly resolved that file.
 func (t *Tool) loadFile(early *earlyDigest) error {
 	defer early.stop()
 	field, rel := handlerFile(t.Handler)
@@ -222,8 +222,8 @@ func (s stoppable) Read(p []byte) (int, error) {
 	}
 }
 
-// hashFileUntil is hashFile, given up (with errStopped) once quit, when
-// not nil, is closed.
+// hashFileUntil is hashFile, given up with errStopped once quit is
+// closed (a nil quit never is).
 func hashFileUntil(path string, quit <-chan struct{}) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
