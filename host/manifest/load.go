@@ -222,8 +222,8 @@ func (s stoppable) Read(p []byte) (int, error) {
 	}
 }
 
-// hashFileUntil is hashFile, given up with errStopped once quit is
-// closed (a nil quit never is).
+// hashFileUntil is hashFile, given up with errStopped once quit gets
+// closed (a nil quit never does).
 func hashFileUntil(path string, quit <-chan struct{}) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
