@@ -10,10 +10,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -126,18 +124,19 @@ func BenchmarkServe(b *testing.B) {
 	overConn("conn", srv.Handler())
 	b.Run("conn-process", func(b *testing.B) {
 		// The conn client in a process of its own, as a real MCP client
-		// is: it does b.N calls untimed, then b.N timed, and prints
-		// how long those took.
-		client := buildConnClient(b)
+		// is: this test binary again, running TestConnClientProcess.
 		ts := httptest.NewServer(srv.Handler())
 		defer ts.Close()
-		out, err := exec.Command(client, "-url", ts.URL, "-n", strconv.Itoa(b.N)).Output()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestConnClientProcess$")
+		cmd.Env = append(os.Environ(), connClientURL+"="+ts.URL, connClientCalls+"="+strconv.Itoa(b.N))
+		out, err := cmd.Output()
 		if err != nil {
-			b.Fatalf("connclient: %v", err)
+			b.Fatalf("client process: %v\n%s", err, out)
 		}
-		ns, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
-		if err != nil {
-			b.Fatalf("connclient printed %q", out)
+		_, after, ok := strings.Cut(string(out), connClientTook)
+		ns, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0]), 10, 64)
+		if !ok || err != nil {
+			b.Fatalf("client process printed %q", out)
 		}
 		b.ReportMetric(float64(ns)/float64(b.N), "ns/op")
 	})
@@ -199,29 +198,35 @@ func BenchmarkServe(b *testing.B) {
 	}
 }
 
-// buildConnClient builds testdata/connclient (once per test binary)
-// and returns its path.
-func buildConnClient(tb testing.TB) string {
-	connClient.once.Do(func() {
-		dir, err := os.MkdirTemp("", "connclient")
-		if err != nil {
-			connClient.err = err
-			return
-		}
-		connClient.path = filepath.Join(dir, "connclient")
-		if out, err := exec.Command("go", "build", "-o", connClient.path, "./testdata/connclient").CombinedOutput(); err != nil {
-			connClient.err = fmt.Errorf("%v\n%s", err, out)
-		}
-	})
-	if connClient.err != nil {
-		tb.Fatalf("build connclient: %v", connClient.err)
-	}
-	return connClient.path
-}
+// The client process of BenchmarkServe/conn-process: the server's URL and
+// the number of calls come in the environment, the time in the output.
+const (
+	connClientURL   = "AGENTHOST_BENCH_CONN_URL"
+	connClientCalls = "AGENTHOST_BENCH_CONN_CALLS"
+	connClientTook  = "conn-process took ns: "
+)
 
-// connClient is buildConnClient's result.
-var connClient struct {
-	once sync.Once
-	path string
-	err  error
+// TestConnClientProcess is BenchmarkServe/conn-process's client when the
+// benchmark runs this binary as one (skipped otherwise): connHTTP sends
+// tools/call of core:echo n times untimed, then n times timed, and the
+// timed calls' duration is printed.
+func TestConnClientProcess(t *testing.T) {
+	url := os.Getenv(connClientURL)
+	if url == "" {
+		t.Skip("run by BenchmarkServe/conn-process")
+	}
+	n, err := strconv.Atoi(os.Getenv(connClientCalls))
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q", connClientCalls, os.Getenv(connClientCalls))
+	}
+	const call = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"core__echo","arguments":{"a":1}}}`
+	c := newConnHTTP(t, url)
+	for i := range n {
+		c.post(t, fmt.Sprintf(call, i+2), true)
+	}
+	t0 := time.Now()
+	for i := range n {
+		c.post(t, fmt.Sprintf(call, n+i+2), true)
+	}
+	fmt.Printf("%s%d\n", connClientTook, time.Since(t0).Nanoseconds())
 }
