@@ -110,27 +110,13 @@ const maxChunk = 64 << 10
 
 // hashFile writes all of r to h and returns how many bytes it read.
 // Its buffer holds the size stat gave plus one byte, up to maxChunk:
-// a small file is then read whole, its end seen in two reads.
-// io.Copy would allocate and clear 32 KiB for any file: in WebAssembly
+// a small file is then read whole, its end seen in two reads. io.Copy
+// (and *os.File's WriteTo, hidden here so io.CopyBuffer uses this
+// buffer) would allocate and clear 32 KiB for any file: in WebAssembly
 // guests, that costs several times a small file's hash.
-// The size is only a hint: a file that grows or shrinks is still
-// read to its end.
+// Even a file whose size changed after the stat is read to its end.
 func hashFile(h hash.Hash, r io.Reader, size int64) (int64, error) {
-	buf := make([]byte, min(max(size+1, 512), maxChunk))
-	var total int64
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			_, _ = h.Write(buf[:n])
-			total += int64(n)
-		}
-		if err == io.EOF {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-	}
+	return io.CopyBuffer(h, struct{ io.Reader }{r}, make([]byte, min(max(size+1, 512), maxChunk)))
 }
 
 // newHash returns the hash function named alg.
