@@ -198,18 +198,19 @@ func BenchmarkServe(b *testing.B) {
 	}
 }
 
-// The client process of BenchmarkServe/conn-process: the server's URL and
-// the number of calls come in the environment, the time in the output.
+// The client process of BenchmarkServe/conn-process reads the server's
+// URL and its number of calls from these variables, and prints its time
+// after connClientTook.
 const (
 	connClientURL   = "AGENTHOST_BENCH_CONN_URL"
 	connClientCalls = "AGENTHOST_BENCH_CONN_CALLS"
 	connClientTook  = "conn-process took ns: "
 )
 
-// TestConnClientProcess is BenchmarkServe/conn-process's client when the
-// benchmark runs this binary as one (skipped otherwise): connHTTP sends
-// tools/call of core:echo n times untimed, then n times timed, and the
-// timed calls' duration is printed.
+// TestConnClientProcess is BenchmarkServe/conn-process's client, run
+// by that benchmark as another process of this binary (skipped
+// otherwise). Its connHTTP sends tools/call of core:echo n times
+// untimed, then n times timed, and it prints how long those took.
 func TestConnClientProcess(t *testing.T) {
 	url := os.Getenv(connClientURL)
 	if url == "" {

@@ -132,9 +132,9 @@ func redactURL(u string) string {
 	return u
 }
 
-// q returns query with the placeholders its backend expects. Question
-// marks stay as written for SQLite; for PostgreSQL, each becomes a
-// dollar sign followed by its position in the query ($1, $2, ...).
+// q returns query with the placeholders its backend expects: question
+// marks as written for SQLite; for PostgreSQL, each one replaced with
+// a dollar sign and its position in the query ($1, $2, ...).
 func (s *Store) q(query string) string {
 	if !s.postgres {
 		return query
