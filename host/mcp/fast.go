@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -13,7 +12,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/abi"
 )
 
 // The fast path of Streamable HTTP. The SDK's handling of a POST costs
@@ -31,36 +34,30 @@ import (
 // protocol version other than the session's, a content type other than
 // JSON, or an Accept without both JSON and event streams.
 //
-// The answer is the one the SDK would send, the same CallToolResult
-// (resultOf), as one JSON object rather than an event stream, which the
-// protocol allows. A client's notifications/cancelled and its disconnect
-// cancel a call on the fast path too. Options.NoFastPath turns it off,
-// for an application whose SDK middleware must see every tools/call.
-// Stdio has a fast path of its own (stdio.go).
+// The answer is the one the SDK would send, the bytes encoding/json
+// writes for the same CallToolResult (resultJSON), as one JSON object
+// rather than an event stream, which the protocol allows. A client's
+// notifications/cancelled and its disconnect cancel a call on the fast
+// path too. Options.NoFastPath turns it off, for an application whose SDK
+// middleware must see every tools/call. Stdio has a fast path of its own
+// (stdio.go).
 
-// plainCall is the one shape of request the fast path takes.
+// plainCall is the one shape of request the fast path takes. It is
+// decoded in one pass by encoding/json's proposed successor
+// (go-json-experiment/json), strictly: an unknown member anywhere, params
+// included, a duplicate name, a name that matches only without regard to
+// case, invalid UTF-8 or trailing data makes the request not plain.
 type plainCall struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
+	JSONRPC string         `json:"jsonrpc"`
+	ID      jsontext.Value `json:"id"`
+	Method  string         `json:"method"`
+	Params  plainParams    `json:"params"`
 }
 
 // plainParams are the params of a plain tools/call.
 type plainParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
-// strict decodes b, one JSON value, into v, refusing unknown members.
-func strict(b []byte, v any) bool {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if dec.Decode(v) != nil {
-		return false
-	}
-	_, err := dec.Token()
-	return err == io.EOF
+	Name      string         `json:"name"`
+	Arguments jsontext.Value `json:"arguments"`
 }
 
 // fastKey names a call on the fast path: its session and its request ID.
@@ -156,21 +153,17 @@ type plainRequest struct {
 // tool; false for any other message.
 func (s *Server) plain(msg []byte) (plainRequest, bool) {
 	var c plainCall
-	if !strict(msg, &c) || c.JSONRPC != "2.0" || c.Method != "tools/call" {
+	if jsonv2.Unmarshal(msg, &c, jsonv2.RejectUnknownMembers(true)) != nil || c.JSONRPC != "2.0" || c.Method != "tools/call" {
 		return plainRequest{}, false
 	}
-	key, ok := idKey(c.ID)
+	key, ok := idKey(json.RawMessage(c.ID))
 	if !ok {
 		return plainRequest{}, false
 	}
-	var p plainParams
-	if !strict(c.Params, &p) {
-		return plainRequest{}, false
-	}
 	s.mu.Lock()
-	tool, ok := s.ids[p.Name]
+	tool, ok := s.ids[c.Params.Name]
 	s.mu.Unlock()
-	return plainRequest{id: c.ID, key: key, name: p.Name, tool: tool, args: p.Arguments}, ok
+	return plainRequest{id: json.RawMessage(c.ID), key: key, name: c.Params.Name, tool: tool, args: json.RawMessage(c.Params.Arguments)}, ok
 }
 
 // runFast runs a call on the fast path and returns its result as JSON.
@@ -189,7 +182,35 @@ func (s *Server) runFast(ctx context.Context, session string, req plainRequest) 
 	}()
 	env := s.h.Call(ctx, req.tool, req.args)
 	f.calls.Add(1)
-	return json.Marshal(resultOf(req.name, env))
+	return resultJSON(req.name, env)
+}
+
+// resultJSON is json.Marshal(resultOf(name, env)), byte for byte, written
+// here for a success, the fast paths' commonest answer: the output as
+// text, and as structured content when it is an object (compacted and
+// HTML-escaped as encoding/json writes a RawMessage).
+func resultJSON(name string, env abi.Envelope) (json.RawMessage, error) {
+	if env.Status != abi.StatusSuccess && env.Error != nil {
+		return json.Marshal(resultOf(name, env))
+	}
+	text, err := json.Marshal(string(env.Output))
+	if err != nil {
+		return nil, err
+	}
+	out := bytes.NewBuffer(make([]byte, 0, 2*len(env.Output)+64))
+	out.WriteString(`{"content":[{"type":"text","text":`)
+	out.Write(text)
+	out.WriteString(`}]`)
+	if isObject(env.Output) {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, env.Output); err != nil {
+			return json.Marshal(resultOf(name, env))
+		}
+		out.WriteString(`,"structuredContent":`)
+		json.HTMLEscape(out, compact.Bytes())
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
 }
 
 // serveFast answers an HTTP POST of body on the fast path, and reports
@@ -240,6 +261,9 @@ func fastAnswer(id, res json.RawMessage, err error) []byte {
 
 // isJSON reports whether a Content-Type is application/json.
 func isJSON(ct string) bool {
+	if ct == "application/json" {
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "application/json"
 }
@@ -250,7 +274,9 @@ func isJSON(ct string) bool {
 func acceptsBoth(values []string) bool {
 	jsonOK, streamOK := false, false
 	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
+		for rest := v; rest != ""; {
+			var part string
+			part, rest, _ = strings.Cut(rest, ",")
 			base, _, _ := strings.Cut(part, ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json", "application/*":
@@ -269,7 +295,13 @@ func acceptsBoth(values []string) bool {
 // refuse: to a loopback listener, with a Host that is not loopback.
 func rebinding(r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return ok && local != nil && loopback(local.String()) && !loopback(r.Host)
+	if !ok || local == nil {
+		return false
+	}
+	if tcp, ok := local.(*net.TCPAddr); ok {
+		return tcp.IP.IsLoopback() && !loopback(r.Host)
+	}
+	return loopback(local.String()) && !loopback(r.Host)
 }
 
 // loopback reports whether addr (a host, with or without a port) is

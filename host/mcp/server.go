@@ -333,10 +333,16 @@ func resultOf(name string, env abi.Envelope) *sdk.CallToolResult {
 		}
 	}
 	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(env.Output)}}}
-	// The host has checked that the output is JSON: an object is one that
-	// opens with a brace.
-	if out := bytes.TrimLeft(env.Output, " \t\r\n"); len(out) > 0 && out[0] == '{' {
+	if isObject(env.Output) {
 		res.StructuredContent = json.RawMessage(env.Output)
 	}
 	return res
+}
+
+// isObject reports whether a tool's output is a JSON object. The host has
+// checked that the output is JSON: an object is one that opens with a
+// brace.
+func isObject(out []byte) bool {
+	out = bytes.TrimLeft(out, " \t\r\n")
+	return len(out) > 0 && out[0] == '{'
 }
