@@ -2,10 +2,13 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/hosttest"
 )
 
 // TestResultJSON: the fast paths' result is the bytes encoding/json
@@ -37,5 +40,36 @@ func TestResultJSON(t *testing.T) {
 		if (werr != nil) != (gerr != nil) || !bytes.Equal(got, want) {
 			t.Errorf("%s:\n got  %s (%v)\n want %s (%v)", tc.name, got, gerr, want, werr)
 		}
+	}
+}
+
+// BenchmarkPlain times the fast paths' decoding of a plain tools/call
+// (decode-ns/op): in a loop (warm), and right after a host.Call of
+// core:echo (after-call), where the guest's run has left the host's
+// caches cold.
+func BenchmarkPlain(b *testing.B) {
+	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
+	srv := New(h, Options{})
+	defer srv.Close()
+	msg := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"core__echo","arguments":{"a":1}}}`)
+	for _, tc := range []struct {
+		name   string
+		before func()
+	}{
+		{"warm", func() { srv.plain(msg) }},
+		{"after-call", func() { h.Call(context.Background(), "core:echo", json.RawMessage(`{"a":1}`)) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var spent time.Duration
+			for b.Loop() {
+				tc.before()
+				t0 := time.Now()
+				if _, ok := srv.plain(msg); !ok {
+					b.Fatal("not plain")
+				}
+				spent += time.Since(t0)
+			}
+			b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "decode-ns/op")
+		})
 	}
 }
