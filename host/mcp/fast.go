@@ -42,11 +42,11 @@ import (
 // middleware must see every tools/call. Stdio has a fast path of its own
 // (stdio.go).
 
-// plainCall is the one shape of request the fast path takes. It is
-// decoded in one pass by encoding/json's proposed successor
-// (go-json-experiment/json), strictly: an unknown member anywhere, params
-// included, a duplicate name, a name that matches only without regard to
-// case, invalid UTF-8 or trailing data makes the request not plain.
+// plainCall is the one shape of request the fast path takes, decoded
+// strictly in one pass by go-json-experiment/json (encoding/json's
+// proposed successor). Any of these makes a request not plain: an
+// unknown member anywhere (params included), a duplicate name, a name
+// matched only when case is ignored, invalid UTF-8, trailing data.
 type plainCall struct {
 	JSONRPC string         `json:"jsonrpc"`
 	ID      jsontext.Value `json:"id"`
@@ -185,10 +185,10 @@ func (s *Server) runFast(ctx context.Context, session string, req plainRequest) 
 	return resultJSON(req.name, env)
 }
 
-// resultJSON is json.Marshal(resultOf(name, env)), byte for byte, written
-// here for a success, the fast paths' commonest answer: the output as
-// text, and as structured content when it is an object (compacted and
-// HTML-escaped as encoding/json writes a RawMessage).
+// resultJSON is json.Marshal(resultOf(name, env)), byte for byte. A
+// success, the fast paths' commonest answer, is written here: the output
+// as text, and also as structured content when it is an object
+// (compacted and HTML-escaped, as encoding/json writes a RawMessage).
 func resultJSON(name string, env abi.Envelope) (json.RawMessage, error) {
 	if env.Status != abi.StatusSuccess && env.Error != nil {
 		return json.Marshal(resultOf(name, env))

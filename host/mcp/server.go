@@ -339,9 +339,9 @@ func resultOf(name string, env abi.Envelope) *sdk.CallToolResult {
 	return res
 }
 
-// isObject reports whether a tool's output is a JSON object. The host has
-// checked that the output is JSON: an object is one that opens with a
-// brace.
+// isObject reports whether a tool's output is a JSON object. The host
+// has checked that the output is JSON, so an object is output that opens
+// with a brace.
 func isObject(out []byte) bool {
 	out = bytes.TrimLeft(out, " \t\r\n")
 	return len(out) > 0 && out[0] == '{'
