@@ -44,9 +44,9 @@ import (
 
 // plainCall is the one shape of request the fast path takes, decoded
 // strictly in one pass by go-json-experiment/json (encoding/json's
-// proposed successor). Any of these makes a request not plain: an
-// unknown member anywhere (params included), a duplicate name, a name
-// matched only when case is ignored, invalid UTF-8, trailing data.
+// proposed successor). A request is not plain if it holds any unknown
+// member (params included), a duplicate name, a name matched only when
+// case is ignored, invalid UTF-8, or trailing data.
 type plainCall struct {
 	JSONRPC string         `json:"jsonrpc"`
 	ID      jsontext.Value `json:"id"`
