@@ -45,8 +45,8 @@ import (
 // plainCall is the one shape of request the fast path takes, decoded
 // strictly in one pass by go-json-experiment/json (encoding/json's
 // proposed successor). A request is not plain if it holds any unknown
-// member (params included), a duplicate name, a name matched only when
-// case is ignored, invalid UTF-8, or trailing data.
+// member (params included), a duplicate name, a name that differs only
+// in case, invalid UTF-8, or trailing data.
 type plainCall struct {
 	JSONRPC string         `json:"jsonrpc"`
 	ID      jsontext.Value `json:"id"`

@@ -44,8 +44,8 @@ func TestResultJSON(t *testing.T) {
 }
 
 // BenchmarkPlain times the fast paths' decoding of a plain tools/call
-// (decode-ns/op): in a loop (warm), and right after each host.Call of
-// core:echo (after-call), whose guest leaves the host's caches cold.
+// (decode-ns/op): in a loop (warm), and right after each core:echo
+// host.Call (after-call), whose guest leaves the host's caches cold.
 func BenchmarkPlain(b *testing.B) {
 	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
 	srv := New(h, Options{})
