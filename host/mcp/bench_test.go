@@ -82,7 +82,8 @@ func BenchmarkCall(b *testing.B) {
 // makes the host.Call and writes its envelope (http-floor-call), and by
 // a loop on the pipes (pipe). conn and conn-floor send the same call and
 // floor from a client writing HTTP/1.1 on its own connection, without
-// http.Client's transport goroutines.
+// http.Client's transport goroutines; conn-process and
+// conn-process-floor send them from that client in a process of its own.
 func BenchmarkServe(b *testing.B) {
 	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
 	ctx := context.Background()
@@ -122,24 +123,27 @@ func BenchmarkServe(b *testing.B) {
 	overConn := func(name string, handler http.Handler) { over(name, handler, viaConn) }
 	overHTTP("http", srv.Handler())
 	overConn("conn", srv.Handler())
-	b.Run("conn-process", func(b *testing.B) {
-		// The conn client in a process of its own, as a real MCP client
-		// is: this test binary again, running TestConnClientProcess.
-		ts := httptest.NewServer(srv.Handler())
-		defer ts.Close()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestConnClientProcess$")
-		cmd.Env = append(os.Environ(), connClientURL+"="+ts.URL, connClientCalls+"="+strconv.Itoa(b.N))
-		out, err := cmd.Output()
-		if err != nil {
-			b.Fatalf("client process: %v\n%s", err, out)
-		}
-		_, after, ok := strings.Cut(string(out), connClientTook)
-		ns, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0]), 10, 64)
-		if !ok || err != nil {
-			b.Fatalf("client process printed %q", out)
-		}
-		b.ReportMetric(float64(ns)/float64(b.N), "ns/op")
-	})
+	// The conn client in a process of its own, as a real MCP client
+	// is: this test binary again, running TestConnClientProcess.
+	overProcess := func(name string, handler http.Handler) {
+		b.Run(name, func(b *testing.B) {
+			ts := httptest.NewServer(handler)
+			defer ts.Close()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestConnClientProcess$")
+			cmd.Env = append(os.Environ(), connClientURL+"="+ts.URL, connClientCalls+"="+strconv.Itoa(b.N))
+			out, err := cmd.Output()
+			if err != nil {
+				b.Fatalf("client process: %v\n%s", err, out)
+			}
+			_, after, ok := strings.Cut(string(out), connClientTook)
+			ns, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0]), 10, 64)
+			if !ok || err != nil {
+				b.Fatalf("client process printed %q", out)
+			}
+			b.ReportMetric(float64(ns)/float64(b.N), "ns/op")
+		})
+	}
+	overProcess("conn-process", srv.Handler())
 	overHTTP("http-sdk", sdkOnly.Handler())
 	// The floors of Streamable HTTP: a handler that reads the body and
 	// writes back a canned result, and one that makes the host.Call and
@@ -155,6 +159,7 @@ func BenchmarkServe(b *testing.B) {
 	canned := []byte(`{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1}}`)
 	overHTTP("http-floor", floor(func(*http.Request) []byte { return canned }))
 	overConn("conn-floor", floor(func(*http.Request) []byte { return canned }))
+	overProcess("conn-process-floor", floor(func(*http.Request) []byte { return canned }))
 	overHTTP("http-floor-spin", floor(func(*http.Request) []byte {
 		// As long as host.Call takes, touching almost no memory: the
 		// round trip a call would cost if it left the caches as it
