@@ -82,8 +82,8 @@ func BenchmarkCall(b *testing.B) {
 // makes the host.Call and writes its envelope (http-floor-call), and by
 // a loop on the pipes (pipe). conn and conn-floor send the same call and
 // floor from a client writing HTTP/1.1 on its own connection, without
-// http.Client's transport goroutines; conn-process and
-// conn-process-floor send them from that client in a process of its own.
+// http.Client's transport goroutines. conn-process and conn-process-floor
+// send them from that client in a process of its own.
 func BenchmarkServe(b *testing.B) {
 	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
 	ctx := context.Background()
