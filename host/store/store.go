@@ -132,9 +132,9 @@ func redactURL(u string) string {
 	return u
 }
 
-// q returns query with the placeholders its backend expects: question
-// marks as written for SQLite; for PostgreSQL, each one replaced with
-// a dollar sign and its position in the query ($1, $2, ...).
+// q returns query with the placeholders its backend expects. SQLite
+// takes each "?" as written. PostgreSQL takes a dollar sign and the
+// placeholder's position instead ($1, $2, ...).
 func (s *Store) q(query string) string {
 	if !s.postgres {
 		return query
