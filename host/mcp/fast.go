@@ -187,8 +187,7 @@ func (s *Server) runFast(ctx context.Context, session string, req plainRequest) 
 
 // resultJSON is json.Marshal(resultOf(name, env)), byte for byte. A
 // success, the fast paths' commonest answer, is written here: the output
-// as text, and also as structured content when it is an object
-// (compacted and HTML-escaped, as encoding/json writes a RawMessage).
+// as text, and also as structured content when it is an object.
 func resultJSON(name string, env abi.Envelope) (json.RawMessage, error) {
 	if env.Status != abi.StatusSuccess && env.Error != nil {
 		return json.Marshal(resultOf(name, env))
@@ -202,12 +201,12 @@ func resultJSON(name string, env abi.Envelope) (json.RawMessage, error) {
 	out.Write(text)
 	out.WriteString(`}]`)
 	if isObject(env.Output) {
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, env.Output); err != nil {
-			return json.Marshal(resultOf(name, env))
+		structured, err := json.Marshal(json.RawMessage(env.Output))
+		if err != nil {
+			return nil, err
 		}
 		out.WriteString(`,"structuredContent":`)
-		json.HTMLEscape(out, compact.Bytes())
+		out.Write(structured)
 	}
 	out.WriteByte('}')
 	return out.Bytes(), nil
