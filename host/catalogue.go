@@ -300,7 +300,13 @@ func (h *Host) dirCheck(dir string) func(*manifest.Tool) error {
 		if file == "" {
 			return nil
 		}
+		// The tool's file is an absolute real path (manifest.Load): so
+		// must the folder be, or a relative one (the CLI's default
+		// ./toolpacks) has no path relative to it.
 		real, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			real, err = filepath.Abs(real)
+		}
 		if err != nil {
 			return err
 		}

@@ -91,3 +91,62 @@ func TestRequireSignature(t *testing.T) {
 		h2.Close(context.Background())
 	}
 }
+
+// TestRequireSignatureRelativeDir: a signed toolpack named by a relative
+// folder (the CLI's default is ./toolpacks) loads under requireSignature,
+// and a tool changed after signing is still refused.
+func TestRequireSignatureRelativeDir(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	sshPub, _ := ssh.NewPublicKey(pub)
+	line := "reviewer@example.com " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
+	doc, _ := json.Marshal(map[string]any{"requireSignature": true, "trustedKeys": []string{line}})
+	pol := hosttest.Policy(t, string(doc))
+	core := filepath.Join(hosttest.Toolpacks(t), "core")
+	cache := hosttest.CacheDir(t)
+
+	root := t.TempDir()
+	for _, name := range []string{"signed", "changed"} {
+		dir := filepath.Join(root, "toolpacks", name)
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(copyDir(t, core), dir); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := toolpack.Sign(dir, signer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A file of "changed" edited after signing: the folder no longer
+	// verifies, relative or not.
+	if err := os.WriteFile(filepath.Join(root, "toolpacks", "changed", "README.md"), []byte("changed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+
+	tests := []struct {
+		dir, want string // want "" = the call succeeds
+	}{
+		{"toolpacks/signed", ""},
+		{"./toolpacks/signed", ""},
+		{"toolpacks/../toolpacks/signed", ""},
+		{"toolpacks/changed", "changed README.md"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.dir, func(t *testing.T) {
+			h, err := host.New(context.Background(), host.Options{Dirs: []string{tc.dir}, Policy: pol, CacheDir: cache})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close(context.Background())
+			env := h.Call(context.Background(), "core:echo", json.RawMessage(`{"a":1}`))
+			switch {
+			case tc.want == "" && env.Error != nil:
+				t.Fatalf("signed folder %q: %+v", tc.dir, env.Error)
+			case tc.want != "" && (env.Error == nil || env.Error.Code != "LOAD_ERROR" || !strings.Contains(env.Error.Message, tc.want)):
+				t.Fatalf("folder %q: got %+v, want a LOAD_ERROR containing %q", tc.dir, env.Error, tc.want)
+			}
+		})
+	}
+}
