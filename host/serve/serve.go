@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
@@ -63,6 +64,9 @@ type Options struct {
 	// QueueDepth, when set, reports the calls waiting for a worker (the
 	// agenthost_queue_depth gauge).
 	QueueDepth func() (int64, error)
+	// Collectors are more Prometheus collectors shown at /metrics (the
+	// queue's count of rejected messages, with Remote).
+	Collectors []prometheus.Collector
 }
 
 // DefaultHeaderTimeout is Options.HeaderTimeout's default.
@@ -113,6 +117,11 @@ func New(o Options) (*Server, error) {
 		o.Logger.Warn("jobs interrupted by the last stop", "jobs", n)
 	}
 	s.metrics.reg.MustRegister(newHostCollector(s))
+	for _, c := range o.Collectors {
+		if err := s.metrics.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("serve: metrics: %w", err)
+		}
+	}
 	for name, t := range o.Tenants {
 		s.mcp[name] = mcp.New(t.Host, mcp.Options{Jobs: tenantJobs{o.Store, name}})
 		s.slots[name] = make(chan struct{}, o.MaxConcurrent)
