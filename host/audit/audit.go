@@ -12,6 +12,7 @@ import (
 
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/wire"
 	"github.com/agenthost/agenthost/host/workflow"
 )
 
@@ -80,6 +81,11 @@ type Tool struct {
 	Limits  Limits          `json:"limits"`
 	Denials []policy.Denial `json:"denials"`
 	Risks   []Risk          `json:"risks"`
+	// SchemaRewrites says how the parameter schema had to be rewritten
+	// for model providers (a top-level oneOf they refuse, say); empty
+	// when they take it as written. The host still validates against the
+	// manifest's schema, but the model only sees the rewrite.
+	SchemaRewrites []string `json:"schemaRewrites,omitempty"`
 	// Calls and Reach are set for a workflow: the tools its nodes call,
 	// and what they may touch together (the union of their grants, through
 	// nested workflows). A workflow gains no capability of its own: its
@@ -349,6 +355,7 @@ func buildTool(t *manifest.Tool, g *policy.Grant, path string, env Environment) 
 		}
 	}
 	out.Risks = risks(t, g, env)
+	out.SchemaRewrites = wire.Adapt(t.Parameters).Rewrites
 	if p := t.ModulePath(); p != "" {
 		if b, err := os.ReadFile(p); err == nil {
 			out.Imports, _ = Imports(b)

@@ -160,6 +160,12 @@ func (r Report) writeText(w io.Writer) error {
 				e.printf("    ! %s: %s\n", k.Flag, k.Detail)
 			}
 		}
+		if len(t.SchemaRewrites) > 0 {
+			e.printf("  schema rewritten for model providers:\n")
+			for _, w := range t.SchemaRewrites {
+				e.printf("    ~ %s\n", w)
+			}
+		}
 	}
 	if len(r.LoadErrors) > 0 {
 		e.printf("\nload errors:\n")
@@ -279,6 +285,12 @@ func (r Report) writeMarkdown(w io.Writer) error {
 			e.printf("\nRisks:\n\n")
 			for _, k := range t.Risks {
 				e.printf("- **%s**: %s\n", md(k.Flag), md(k.Detail))
+			}
+		}
+		if len(t.SchemaRewrites) > 0 {
+			e.printf("\nSchema rewritten for model providers:\n\n")
+			for _, w := range t.SchemaRewrites {
+				e.printf("- %s\n", md(w))
 			}
 		}
 	}

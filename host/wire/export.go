@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Def is what a tool definition for a model provider or MCP needs.
@@ -20,16 +21,22 @@ var Formats = []string{"openai", "anthropic", "mcp", "gemini"}
 
 // Export renders defs as the tool definitions of format:
 //
-//	openai     [{"type":"function","function":{"name","description","parameters","strict"}}]
+//	openai     [{"type":"function","function":{"name","description","parameters","strict"?}}]
 //	anthropic  [{"name","description","input_schema"}]
 //	mcp        [{"name","title","description","inputSchema","outputSchema"?}]
-//	gemini     {"functionDeclarations":[{"name","description","parameters"}]}
+//	gemini     {"functionDeclarations":[{"name","description","parametersJsonSchema"}]}
 //
-// Names are wire names (see Table). OpenAI's strict is set only when the
-// parameter schema fits its strict subset (see Strict). An absent
-// parameter schema is {"type":"object"}; MCP's outputSchema is given only
-// for an object output.
+// Names are wire names (see Table). Every parameter schema is rewritten
+// by Adapt into what the providers accept (MCP clients hand the schemas
+// on to them), the rewrite's note appended to the description. OpenAI's
+// strict is set only when the schema fits its strict subset (see
+// Strict). Gemini gets the full JSON Schema as parametersJsonSchema, not
+// its OpenAPI-style parameters. MCP's outputSchema is given only for an
+// object output.
 func Export(format string, defs []Def) (any, error) {
+	if !slices.Contains(Formats, format) {
+		return nil, fmt.Errorf("unknown format %q: want openai, anthropic, mcp or gemini", format)
+	}
 	ids := make([]string, len(defs))
 	for i, d := range defs {
 		ids[i] = d.ID
@@ -41,26 +48,26 @@ func Export(format string, defs []Def) (any, error) {
 	out := make([]map[string]any, 0, len(defs))
 	for _, d := range defs {
 		name, _ := tab.Name(d.ID)
-		params := schemaOf(d.Parameters)
+		a := Adapt(d.Parameters)
+		desc := Describe(d.Description, a.Note)
 		switch format {
 		case "openai":
-			fn := map[string]any{"name": name, "description": d.Description, "parameters": params}
+			params := a.Provider()
+			fn := map[string]any{"name": name, "description": desc, "parameters": params}
 			if Strict(params) {
 				fn["strict"] = true
 			}
 			out = append(out, map[string]any{"type": "function", "function": fn})
 		case "anthropic":
-			out = append(out, map[string]any{"name": name, "description": d.Description, "input_schema": params})
+			out = append(out, map[string]any{"name": name, "description": desc, "input_schema": a.Provider()})
 		case "mcp":
-			m := map[string]any{"name": name, "title": d.Title, "description": d.Description, "inputSchema": params}
+			m := map[string]any{"name": name, "title": d.Title, "description": desc, "inputSchema": a.Schema}
 			if o := schemaOf(d.Output); len(d.Output) > 0 && o["type"] == "object" {
 				m["outputSchema"] = o
 			}
 			out = append(out, m)
 		case "gemini":
-			out = append(out, map[string]any{"name": name, "description": d.Description, "parameters": geminiSchema(params)})
-		default:
-			return nil, fmt.Errorf("unknown format %q: want openai, anthropic, mcp or gemini", format)
+			out = append(out, map[string]any{"name": name, "description": desc, "parametersJsonSchema": a.Provider()})
 		}
 	}
 	if format == "gemini" {
@@ -139,31 +146,4 @@ func Strict(s map[string]any) bool {
 		}
 	}
 	return true
-}
-
-// geminiSchema drops the keywords Gemini's OpenAPI-style schemas reject.
-func geminiSchema(s map[string]any) map[string]any {
-	out := map[string]any{}
-	for k, v := range s {
-		switch k {
-		case "$schema", "additionalProperties", "$defs", "$id":
-			continue
-		case "properties":
-			if m, ok := v.(map[string]any); ok {
-				pm := map[string]any{}
-				for name, sub := range m {
-					if ss, ok := sub.(map[string]any); ok {
-						pm[name] = geminiSchema(ss)
-					}
-				}
-				v = pm
-			}
-		case "items":
-			if ss, ok := v.(map[string]any); ok {
-				v = geminiSchema(ss)
-			}
-		}
-		out[k] = v
-	}
-	return out
 }

@@ -58,16 +58,17 @@ func TestStrict(t *testing.T) {
 	}
 }
 
-// TestExport renders one definition in each format.
+// TestExport renders one definition in each format: $schema only for
+// MCP, Gemini's schema as parametersJsonSchema.
 func TestExport(t *testing.T) {
 	defs := []wire.Def{{ID: "core:echo", Title: "Echo", Description: "Echoes.",
 		Parameters: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`),
 		Output:     json.RawMessage(`{"type":"object"}`)}}
 	want := map[string]string{
-		"openai":    `[{"function":{"description":"Echoes.","name":"core__echo","parameters":{"$schema":"https://json-schema.org/draft/2020-12/schema","additionalProperties":false,"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"},"strict":true},"type":"function"}]`,
-		"anthropic": `[{"description":"Echoes.","input_schema":{"$schema":"https://json-schema.org/draft/2020-12/schema","additionalProperties":false,"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"},"name":"core__echo"}]`,
+		"openai":    `[{"function":{"description":"Echoes.","name":"core__echo","parameters":{"additionalProperties":false,"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"},"strict":true},"type":"function"}]`,
+		"anthropic": `[{"description":"Echoes.","input_schema":{"additionalProperties":false,"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"},"name":"core__echo"}]`,
 		"mcp":       `[{"description":"Echoes.","inputSchema":{"$schema":"https://json-schema.org/draft/2020-12/schema","additionalProperties":false,"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"},"name":"core__echo","outputSchema":{"type":"object"},"title":"Echo"}]`,
-		"gemini":    `{"functionDeclarations":[{"description":"Echoes.","name":"core__echo","parameters":{"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"}}]}`,
+		"gemini":    `{"functionDeclarations":[{"description":"Echoes.","name":"core__echo","parametersJsonSchema":{"additionalProperties":false,"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"}}]}`,
 	}
 	for _, f := range wire.Formats {
 		out, err := wire.Export(f, defs)
@@ -81,5 +82,22 @@ func TestExport(t *testing.T) {
 	}
 	if _, err := wire.Export("palm", defs); err == nil || !strings.Contains(err.Error(), "unknown format") {
 		t.Fatalf("unknown format: %v", err)
+	}
+}
+
+// TestExportRewrites exports a tool whose manifest has a top-level oneOf:
+// no format carries it, and every format's description states it.
+func TestExportRewrites(t *testing.T) {
+	defs := []wire.Def{{ID: "hash:digest", Description: "Hashes.",
+		Parameters: json.RawMessage(`{"type":"object","oneOf":[{"required":["text"]},{"required":["path"]}],"properties":{"text":{"type":"string"},"path":{"type":"string"}}}`)}}
+	for _, f := range wire.Formats {
+		out, err := wire.Export(f, defs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(out)
+		if strings.Contains(string(b), "oneOf") || !strings.Contains(string(b), `Hashes. Give exactly one of: text; path.`) {
+			t.Errorf("%s: %s", f, b)
+		}
 	}
 }
