@@ -14,15 +14,16 @@ import (
 // Desktop's and VS Code's configuration: Command, Args, Env and Cwd for a
 // server the host starts and speaks to over stdio (run under the script
 // bridge's isolation with the grant of its SecurityContext: by default
-// its folder (Cwd) read-only, $TMP, no network), or URL and Headers for a
-// remote server over Streamable HTTP (its host must be inside the
-// network ceiling).
+// its folder (Cwd, if any) read-only, $TMP, no network), or URL and
+// Headers for a remote server over Streamable HTTP (its host must be
+// inside the network ceiling).
 type MCPServer struct {
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
-	// Cwd is the server's folder, relative to the policy file (default:
-	// the policy's folder); the process starts there and may read it.
+	// Cwd is the server's folder, relative to the policy file; the
+	// process starts there and may read it. Without it the process starts
+	// in an empty private folder (its $TMP).
 	Cwd     string            `json:"cwd,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`

@@ -195,10 +195,9 @@ func (p *Policy) resolve(base string) {
 	}
 	p.Workspace = abs(p.Workspace)
 	for name, m := range p.MCPServers {
-		if m.Command != "" {
-			if m.Cwd == "" {
-				m.Cwd = "."
-			}
+		if m.Command != "" && m.Cwd != "" {
+			// No default: a server without cwd runs in an empty private
+			// folder, never in the policy's (which holds secrets).
 			m.Cwd = abs(m.Cwd)
 			p.MCPServers[name] = m
 		}
