@@ -306,7 +306,7 @@ func (r *Runner) compile(ctx context.Context, sum string, code []byte) (wazero.C
 	r.compiling++
 	r.mu.Unlock()
 	e.once.Do(func() {
-		e.mod, e.err = r.rt.CompileModule(ctx, code)
+		e.mod, e.err = r.compileModule(ctx, code)
 	})
 	r.mu.Lock()
 	r.compiling--
