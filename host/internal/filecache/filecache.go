@@ -2,10 +2,16 @@
 // instrumented module, a rewritten reactor) in a folder, so a second
 // process reads them instead of computing them again.
 //
-// Each file starts with a magic line naming its kind and the SHA-256 of
-// the body that follows, and a read checks both: a torn, corrupted,
-// edited or foreign file is removed, reported to Discarded and computed
-// again, never used. Files are written atomically (a temporary file, then
+// Each file starts with a header: a magic line naming its kind, a line
+// naming its key, and the SHA-256 of the body that follows. A read checks
+// all three: a torn, corrupted, edited or foreign file is removed,
+// reported to Discarded and computed again, never used. The key line is
+// what stops a whole, valid file of another key (another module's
+// artefact, copied or renamed) from being taken for this key's: the file
+// name alone says nothing about the bytes inside. Callers derive keys
+// from the source module's digest and the version of the transform that
+// made the file, so a file is used only for the very input and code that
+// produced it. Files are written atomically (a temporary file, then
 // a rename), so a concurrent reader sees nothing or the whole file. The
 // folder itself must be private to the user (the host checks the cache
 // root's owner and mode): someone who can write there can also write a
@@ -20,6 +26,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -95,18 +102,38 @@ func (s *Store) Load(key string, valid func(body []byte) bool) []byte {
 	if err != nil {
 		return nil
 	}
-	hdr := len(s.Magic) + sha256.Size
-	if len(b) < hdr || string(b[:len(s.Magic)]) != s.Magic {
+	if !bytes.HasPrefix(b, []byte(s.Magic)) {
 		s.discard(path, "not a file of this kind")
 		return nil
 	}
-	body := b[hdr:]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], b[len(s.Magic):hdr]) || (valid != nil && !valid(body)) {
+	rest := b[len(s.Magic):]
+	line := keyLine(key)
+	if !bytes.HasPrefix(rest, line) {
+		reason := "its header names another key: it is the file of another module or version"
+		if !bytes.HasPrefix(rest, []byte(keyPrefix)) {
+			reason = "its header names no key (a file of an older layout)"
+		}
+		s.discard(path, reason)
+		return nil
+	}
+	rest = rest[len(line):]
+	if len(rest) < sha256.Size {
+		s.discard(path, "it is shorter than its header")
+		return nil
+	}
+	body := rest[sha256.Size:]
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], rest[:sha256.Size]) || (valid != nil && !valid(body)) {
 		s.discard(path, "its content does not match its digest")
 		return nil
 	}
 	return body
 }
+
+// keyPrefix starts a file's key line.
+const keyPrefix = "key "
+
+// keyLine is the header line naming key.
+func keyLine(key string) []byte { return []byte(keyPrefix + key + "\n") }
 
 func (s *Store) discard(path, reason string) {
 	if !s.Gate.enter() {
@@ -119,8 +146,12 @@ func (s *Store) discard(path, reason string) {
 	}
 }
 
-// Save stores body under key.
+// Save stores body under key. A key holds no line break (it is one line
+// of the header).
 func (s *Store) Save(key string, body []byte) error {
+	if strings.ContainsAny(key, "\r\n") {
+		return fmt.Errorf("file cache: key %q holds a line break", key)
+	}
 	if s.Dir == "" || !s.Gate.enter() {
 		return nil
 	}
@@ -133,7 +164,11 @@ func (s *Store) Save(key string, body []byte) error {
 		return fmt.Errorf("file cache: %w", err)
 	}
 	sum := sha256.Sum256(body)
-	_, werr := f.Write(append(append([]byte(s.Magic), sum[:]...), body...))
+	hdr := append(append([]byte(s.Magic), keyLine(key)...), sum[:]...)
+	_, werr := f.Write(hdr)
+	if werr == nil {
+		_, werr = f.Write(body) // not appended to hdr: a snapshot is MiBs
+	}
 	cerr := f.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		_ = os.Remove(f.Name())

@@ -22,25 +22,48 @@ func store(t *testing.T, dir string, discarded *[]string) *filecache.Store {
 }
 
 // TestStore: a saved body reads back; a torn, edited, foreign or
-// invalid file is removed and reported, never returned; no folder keeps
+// invalid file, and the valid file of another key planted under this
+// key's name, is removed and reported, never returned; no folder keeps
 // nothing.
 func TestStore(t *testing.T) {
 	body := []byte("derived module bytes")
 	tests := []struct {
 		name   string
-		damage func(t *testing.T, path string)
+		damage func(t *testing.T, s *filecache.Store, path string)
 		valid  func([]byte) bool
 		want   []byte
 	}{
-		{"round trip", func(*testing.T, string) {}, nil, body},
-		{"torn", func(t *testing.T, path string) { truncate(t, path, 10) }, nil, nil},
-		{"edited", func(t *testing.T, path string) {
+		{"round trip", func(*testing.T, *filecache.Store, string) {}, nil, body},
+		{"torn", func(t *testing.T, _ *filecache.Store, path string) { truncate(t, path, 10) }, nil, nil},
+		{"edited", func(t *testing.T, _ *filecache.Store, path string) {
 			b, _ := os.ReadFile(path)
 			b[len(b)-1] ^= 1
 			write(t, path, b)
 		}, nil, nil},
-		{"foreign", func(t *testing.T, path string) { write(t, path, body) }, nil, nil},
-		{"fails the caller's check", func(*testing.T, string) {}, func([]byte) bool { return false }, nil},
+		{"foreign", func(t *testing.T, _ *filecache.Store, path string) { write(t, path, body) }, nil, nil},
+		{"another key's file", func(t *testing.T, s *filecache.Store, path string) {
+			// A whole, valid file, but of another module: its bytes
+			// under this key's name must not be taken for this key's.
+			if err := s.Save("other", []byte("another module's bytes")); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(s.Path("other"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, path, b)
+		}, nil, nil},
+		{"another key's file, same body", func(t *testing.T, s *filecache.Store, path string) {
+			if err := s.Save("k-other", body); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(s.Path("k-other"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, path, b)
+		}, nil, nil},
+		{"fails the caller's check", func(*testing.T, *filecache.Store, string) {}, func([]byte) bool { return false }, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,7 +72,7 @@ func TestStore(t *testing.T) {
 			if err := s.Save("k", body); err != nil {
 				t.Fatal(err)
 			}
-			tc.damage(t, s.Path("k"))
+			tc.damage(t, s, s.Path("k"))
 			got := s.Load("k", tc.valid)
 			if !bytes.Equal(got, tc.want) {
 				t.Fatalf("Load = %q, want %q", got, tc.want)
@@ -65,6 +88,9 @@ func TestStore(t *testing.T) {
 		})
 	}
 	var discarded []string
+	if err := store(t, t.TempDir(), &discarded).Save("two\nlines", body); err == nil {
+		t.Fatal("a key with a line break was saved")
+	}
 	none := store(t, "", &discarded)
 	if err := none.Save("k", body); err != nil || none.Load("k", nil) != nil {
 		t.Fatalf("a store without a folder kept something (err %v)", err)

@@ -29,7 +29,7 @@ func TestCache(t *testing.T) {
 		{"read from disk", func(t *testing.T) {
 			// Replace the stored module by a marked copy with a matching
 			// header: a hit returns it.
-			if err := os.WriteFile(path, fileOf(append(bytes.Clone(want), 0, 4, 'h', 'i', 't', '!')), 0o600); err != nil {
+			if err := os.WriteFile(path, fileOf(meter.Key(wasm), append(bytes.Clone(want), 0, 4, 'h', 'i', 't', '!')), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}, dir},
@@ -45,8 +45,16 @@ func TestCache(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, dir},
+		{"another module's file recomputed", func(t *testing.T) {
+			// A whole, valid file of another module under this one's
+			// name: its header names the other key, so it is not run.
+			other := readFile(t, "testdata/wat/loop.wasm")
+			if err := os.WriteFile(path, fileOf(meter.Key(other), instrument(t, other)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, dir},
 		{"edited content recomputed", func(t *testing.T) {
-			f := fileOf(want)
+			f := fileOf(meter.Key(wasm), want)
 			f[len(f)-1] ^= 0xff
 			if err := os.WriteFile(path, f, 0o600); err != nil {
 				t.Fatal(err)
@@ -74,7 +82,7 @@ func TestCache(t *testing.T) {
 			}
 			if tc.dir != "" {
 				stored, err := os.ReadFile(path)
-				if err != nil || !bytes.Equal(stored, fileOf(got)) {
+				if err != nil || !bytes.Equal(stored, fileOf(meter.Key(wasm), got)) {
 					t.Fatalf("stored file: %v, equal %v", err, bytes.Equal(stored, got))
 				}
 			}
@@ -97,9 +105,9 @@ func TestCache_error(t *testing.T) {
 	}
 }
 
-// fileOf is the cache's file format: a magic line, the SHA-256 of the
-// module, the module.
-func fileOf(wasm []byte) []byte {
+// fileOf is the cache's file format: a magic line, a line naming the
+// key, the SHA-256 of the module, the module.
+func fileOf(key string, wasm []byte) []byte {
 	sum := sha256.Sum256(wasm)
-	return append(append([]byte("agenthost-meter-file-v1\n"), sum[:]...), wasm...)
+	return append(append([]byte("agenthost-meter-file-v1\nkey "+key+"\n"), sum[:]...), wasm...)
 }
