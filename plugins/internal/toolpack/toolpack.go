@@ -147,8 +147,11 @@ func pluginDirs(dir string) (map[string]bool, error) {
 // BuildArgs are the go command's arguments that build t.Plugin into out.
 // -trimpath and -buildvcs=false make the module depend only on the source
 // and the toolchain, so a rebuild gives the same bytes (and digest).
+// -ldflags=-s -w leaves out the symbol table and debug data: a host
+// reads every byte of a module it compiles, and a guest's own stack
+// traces come from the Go runtime's tables, which stay.
 func BuildArgs(t Target, out string) []string {
-	args := []string{"build", "-trimpath", "-buildvcs=false"}
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w"}
 	if t.Reactor {
 		args = append(args, "-buildmode=c-shared")
 	}

@@ -104,9 +104,9 @@ func TestBuildArgs(t *testing.T) {
 		target toolpack.Target
 		want   string
 	}{
-		{toolpack.Target{Plugin: "plugins/echo", ABI: toolpack.ABIWasiCommand}, "build -trimpath -buildvcs=false -o out.wasm ./plugins/echo"},
-		{toolpack.Target{Plugin: "plugins/fetch/", ABI: toolpack.ABIExtism, Reactor: true}, "build -trimpath -buildvcs=false -buildmode=c-shared -o out.wasm ./plugins/fetch"},
-		{toolpack.Target{Plugin: "plugins/echo", ABI: toolpack.ABIWasiCommand, Reactor: true}, "build -trimpath -buildvcs=false -buildmode=c-shared -o out.wasm ./plugins/echo"},
+		{toolpack.Target{Plugin: "plugins/echo", ABI: toolpack.ABIWasiCommand}, "build -trimpath -buildvcs=false -ldflags=-s -w -o out.wasm ./plugins/echo"},
+		{toolpack.Target{Plugin: "plugins/fetch/", ABI: toolpack.ABIExtism, Reactor: true}, "build -trimpath -buildvcs=false -ldflags=-s -w -buildmode=c-shared -o out.wasm ./plugins/fetch"},
+		{toolpack.Target{Plugin: "plugins/echo", ABI: toolpack.ABIWasiCommand, Reactor: true}, "build -trimpath -buildvcs=false -ldflags=-s -w -buildmode=c-shared -o out.wasm ./plugins/echo"},
 	}
 	for _, tc := range tests {
 		if got := strings.Join(toolpack.BuildArgs(tc.target, "out.wasm"), " "); got != tc.want {
