@@ -150,6 +150,11 @@ func (t *Tool) loadFile(early *earlyDigest) error {
 	if err != nil {
 		return newError(t.Path, ptr, field+" "+rel, err)
 	}
+	if t.Handler.Type == HandlerWasm {
+		if err := checkWasmFormat(file); err != nil {
+			return newError(t.Path, ptr, "module "+rel, err)
+		}
+	}
 	if t.Handler.Type == HandlerWasm && t.Handler.SHA256 != "" && t.Handler.SHA256 != digest {
 		return newError(t.Path, "/handler/sha256", fmt.Sprintf(
 			"module %s changed since its manifest was written (its sha256 is %s, the manifest pins %s), so it is not loaded: it may have been tampered with; a toolpack author who rebuilt it on purpose re-pins it with agenthost validate --write-digests",

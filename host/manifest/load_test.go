@@ -64,6 +64,22 @@ func TestLoad(t *testing.T) {
 			return func(m map[string]any) { handler(m)["sha256"] = strings.Repeat("0", 64) }
 		}, pointer: "/handler/sha256", reason: "changed since its manifest was written (its sha256 is " + sha(module) + ", the manifest pins " + strings.Repeat("0", 64) + "), so it is not loaded"},
 		{name: "module missing", pointer: "/handler/module", reason: "does not exist"},
+		{name: "a component is refused with how to build a core module", setup: func(t *testing.T, dir string) func(map[string]any) {
+			writeFile(t, filepath.Join(dir, "stats.wasm"), "\x00asm\x0d\x00\x01\x00component")
+			return nil
+		}, pointer: "/handler/module", reason: "is a WebAssembly component (component-model binary, version 0xd, layer 1), not a core module: agenthost runs core WebAssembly modules"},
+		{name: "a component's advice names the core targets", setup: func(t *testing.T, dir string) func(map[string]any) {
+			writeFile(t, filepath.Join(dir, "stats.wasm"), "\x00asm\x0d\x00\x01\x00component")
+			return nil
+		}, pointer: "/handler/module", reason: "cargo build --target wasm32-wasip1` (not wasm32-wasip2"},
+		{name: "an unknown binary version is refused", setup: func(t *testing.T, dir string) func(map[string]any) {
+			writeFile(t, filepath.Join(dir, "stats.wasm"), "\x00asm\x02\x00\x00\x00x")
+			return nil
+		}, pointer: "/handler/module", reason: "version 0x2, layer 0; only core modules of version 1 run"},
+		{name: "a component is refused for an Extism plugin too", setup: func(t *testing.T, dir string) func(map[string]any) {
+			writeFile(t, filepath.Join(dir, "stats.wasm"), "\x00asm\x0d\x00\x01\x00component")
+			return func(m map[string]any) { handler(m)["abi"] = "extism"; handler(m)["entryPoint"] = "call" }
+		}, pointer: "/handler/module", reason: "is a WebAssembly component"},
 		{name: "module is a folder", setup: func(t *testing.T, dir string) func(map[string]any) {
 			if err := os.Mkdir(filepath.Join(dir, "stats.wasm"), 0o755); err != nil {
 				t.Fatal(err)

@@ -232,6 +232,9 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if h.SHA256 != "" && !strings.EqualFold(h.SHA256, sum) {
 		return nil, fail(abi.CodeLoadError, "module %s has sha256 %s, manifest says %s", h.Module, sum, h.SHA256)
 	}
+	if err := r.checkImports(code); err != nil {
+		return nil, fail(abi.CodeLoadError, "%s: %v", h.Module, err)
+	}
 	if isReactor(code) {
 		rm, err := r.reactors.rewrite(sum, func() ([]byte, error) {
 			metered, _, err := r.instrument(code, sum)
