@@ -56,6 +56,7 @@ fuzz: ## run each fuzz target for 10s (FUZZTIME=...)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./host/workflow
 	$(GO) test -run '^$$' -fuzz '^FuzzEdge$$' -fuzztime $(FUZZTIME) ./host/mcp
 	$(GO) test -run '^$$' -fuzz '^FuzzMemTmp$$' -fuzztime $(FUZZTIME) ./host/internal/sandboxfs
+	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME) ./host/credential
 
 lint: ## go vet (host, macOS, Windows and wasip1) and staticcheck
 	$(GO) vet ./...

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"github.com/agenthost/agenthost/host/credential"
 	"runtime/debug"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/abi"
@@ -111,8 +109,7 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelop
 	}
 	start := time.Now()
 	res, err := h.run(ctx, p, runner.Request{Input: input, Logger: log, Env: callEnv})
-	redact(p.grant.Env, &res)
-	redact(encodedForms(callEnv), &res)
+	h.redact(p.grant.Env, callEnv, &res)
 	if ctx.Err() != nil && (err != nil || res.Err != nil) && !(res.Err != nil && res.Err.Code == abi.CodeTimeout && time.Since(start) >= p.grant.Limits.Timeout && p.grant.Limits.Timeout > 0) {
 		// The caller (or Close) ended the call: say so, whatever the
 		// runner made of the interruption.
@@ -288,53 +285,54 @@ func (h *Host) logged(env abi.Envelope) abi.Envelope {
 	return env
 }
 
-// redactedMark replaces a secret in a call's result.
-const redactedMark = "[REDACTED]"
-
-// redact removes the values of the host environment variables granted to
-// the tool from its logs, error message and output: every host variable is
-// a secret, and a tool that prints one must not hand it to the caller, the
-// model or a log. Values shorter than 4 bytes are left alone (they would
-// match everywhere and protect nothing).
-func redact(env map[string]string, res *runner.Result) {
-	var secrets []string
-	for _, v := range env {
-		if len(v) >= 4 {
-			secrets = append(secrets, v)
-		}
+// redact removes secrets from every string of a call's result, read as
+// decoded (JSON escapes included): the values of the host environment
+// variables granted to the tool (every host variable is a secret), the
+// call's own credentials with their common encodings, and any live
+// credential of any tool. A tool that prints one must not hand it to the
+// caller, the model or a log.
+func (h *Host) redact(grantEnv, callEnv map[string]string, res *runner.Result) {
+	secrets := make([]string, 0, len(grantEnv)+4*len(callEnv))
+	for _, v := range grantEnv {
+		secrets = append(secrets, v)
 	}
-	if len(secrets) == 0 {
+	for _, v := range encodedForms(callEnv) {
+		secrets = append(secrets, v)
+	}
+	r := credential.NewRedactor(secrets, h.liveCredential())
+	if r == nil {
 		return
 	}
-	// Longest first: a secret that is a prefix of another (a base64 form
-	// without its padding) must not cut the longer one short.
-	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	pairs := make([]string, 0, 2*len(secrets))
-	for _, v := range secrets {
-		pairs = append(pairs, v, redactedMark)
+	for i, l := range res.Logs {
+		res.Logs[i] = r.String(l)
 	}
-	r := strings.NewReplacer(pairs...)
-	res.Rewrite(r)
-	for _, v := range secrets {
-		if bytes.Contains(res.Output, []byte(v)) {
-			res.Output = []byte(r.Replace(string(res.Output)))
-			break
-		}
+	if res.Err != nil {
+		e := *res.Err
+		e.Message = r.String(e.Message)
+		e.Details, _ = r.Value(e.Details)
+		res.Err = &e
 	}
+	res.Output = r.Bytes(res.Output)
+}
+
+// liveCredential reports whether a token is a live credential of this
+// host's issuer (any tenant, any tool); nil when the issuer cannot tell.
+func (h *Host) liveCredential() credential.Live {
+	v, ok := h.opts.Credentials.(interface {
+		Verify(token, tenant, tool string) (credential.Claims, error)
+	})
+	if !ok {
+		return nil
+	}
+	return func(tok string) bool { _, err := v.Verify(tok, "", ""); return err == nil }
 }
 
 // credentials mints the call's credentials (securityContext.credentials),
 // each in AGENTHOST_CREDENTIAL_<NAME>, and refuses arguments that carry a
 // live credential: a model must never pass one to a tool.
 func (h *Host) credentials(ctx context.Context, t *manifest.Tool, input []byte) (map[string]string, *abi.Error) {
-	if v, ok := h.opts.Credentials.(interface {
-		Verify(token, tenant, tool string) (credential.Claims, error)
-	}); ok {
-		for _, tok := range credential.Find(string(input)) {
-			if _, err := v.Verify(tok, "", ""); err == nil {
-				return nil, abi.Errorf(abi.CodeInvalidArguments, "the arguments carry a credential; credentials reach a tool only from the host, never through arguments")
-			}
-		}
+	if live := h.liveCredential(); live != nil && credential.NewRedactor(nil, live).Contains(string(input)) {
+		return nil, abi.Errorf(abi.CodeInvalidArguments, "the arguments carry a credential; credentials reach a tool only from the host, never through arguments")
 	}
 	sc := t.SecurityContext
 	if sc == nil || len(sc.Credentials) == 0 {

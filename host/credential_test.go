@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/credential"
 	"github.com/agenthost/agenthost/host/hosttest"
@@ -96,4 +97,108 @@ func TestCredentials(t *testing.T) {
 	if env.Error != nil || !strings.Contains(string(env.Output), `"token":"[REDACTED]"`) || !strings.Contains(string(env.Output), `"prefix":"ahc1."`) {
 		t.Fatalf("script: %+v %s", env.Error, env.Output)
 	}
+}
+
+// TestCredentialRedactionHoles pins the ways a live token used to get
+// past redaction and the arguments refusal: written with JSON escapes,
+// in an error's details (a guest's toolCode) and in a workflow node's
+// error, a live token of another tool than the one called, and a live
+// token after 16 token-shaped decoys or glued to one.
+func TestCredentialRedactionHoles(t *testing.T) {
+	issuer, err := credential.NewHMAC([]byte(strings.Repeat("s", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	other, _ := issuer.Mint(ctx, credential.Request{Tenant: "acme", Tool: "cal:other", Name: "calendar"})
+	type in struct {
+		Mode string `json:"mode,omitempty"`
+		Echo string `json:"echo,omitempty"`
+	}
+	escaped := func(tok string) string { return `\u0061` + tok[1:] }
+	leak := host.Func("cal:leak", "Leaks a credential.", func(ctx context.Context, a in) (json.RawMessage, error) {
+		tok := host.Env(ctx)[credential.EnvName("calendar")]
+		switch a.Mode {
+		case "escaped":
+			return json.RawMessage(`{"token":"` + escaped(tok) + `"}`), nil
+		case "details":
+			return nil, abi.Errorf(abi.CodeToolError, "failed").WithDetails(map[string]any{"toolCode": tok, "nested": []any{"x " + tok}})
+		case "other":
+			return json.RawMessage(`{"token":"` + other.Token + `","escaped":"` + escaped(other.Token) + `"}`), nil
+		case "glued":
+			return json.RawMessage(`{"token":"` + tok + `xyz","prefixed":"ahc1.` + tok + `"}`), nil
+		}
+		return json.RawMessage(`{}`), nil
+	}, host.WithSecurityContext(manifest.SecurityContext{Credentials: []string{"calendar"}}))
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "leak.workflow.json"), []byte(`{"id":"leak","name":"Leak","description":"Runs a leaking node.","version":"1.0.0",
+		"interfaceInputs":{},"interfaceOutputs":{"token":{"description":"t","dataFlowType":"STRING"}},
+		"nodes":[{"id":"n","tool":"cal:leak","args":{"mode":"details"}}],"outputs":{"token":"${nodes.n.output.token}"}}`), 0o644)
+	h, err := host.New(ctx, host.Options{Dirs: []string{dir}, CacheDir: hosttest.CacheDir(t), Tools: []host.Tool{leak}, Credentials: issuer, Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	for _, tc := range []struct{ name, tool, args string }{
+		{"JSON escapes", "cal:leak", `{"mode":"escaped"}`},
+		{"details", "cal:leak", `{"mode":"details"}`},
+		{"another tool's token", "cal:leak", `{"mode":"other"}`},
+		{"glued to text", "cal:leak", `{"mode":"glued"}`},
+		{"a workflow node's error", "workflow:leak", `{}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := h.Call(ctx, tc.tool, json.RawMessage(tc.args))
+			b, _ := json.Marshal(env)
+			// Every token's payload is base64url JSON, starting "eyJ".
+			if strings.Contains(decodeAll(t, b), credential.Prefix+"eyJ") {
+				t.Fatalf("a token leaks: %s", b)
+			}
+			if !strings.Contains(string(b), "[REDACTED]") {
+				t.Fatalf("nothing redacted: %s", b)
+			}
+		})
+	}
+	live, _ := issuer.Mint(ctx, credential.Request{Tenant: "beta", Tool: "x:y", Name: "n"})
+	decoys := strings.Repeat("ahc1.AAAA.BBBB ", 16)
+	for name, echo := range map[string]string{
+		"after 16 decoys":         decoys + live.Token,
+		"glued to a decoy":        "ahc1." + live.Token,
+		"after a decoy's payload": "ahc1.x." + live.Token,
+	} {
+		args, _ := json.Marshal(map[string]string{"echo": echo})
+		if env := h.Call(ctx, "cal:leak", args); env.Error == nil || env.Error.Code != abi.CodeInvalidArguments {
+			t.Errorf("%s: a live token in the arguments passed: %+v", name, env.Error)
+		}
+	}
+	if env := h.Call(ctx, "cal:leak", json.RawMessage(`{"echo":"`+decoys+`"}`)); env.Error != nil {
+		t.Fatalf("decoys alone: %+v", env.Error)
+	}
+}
+
+// decodeAll returns every string of a JSON document, decoded, joined.
+func decodeAll(t *testing.T, b []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			sb.WriteString(x + "\n")
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for k, e := range x {
+				sb.WriteString(k + "\n")
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return sb.String()
 }

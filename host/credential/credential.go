@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -147,15 +146,6 @@ func (h *HMAC) Verify(token, tenant, tool string) (Claims, error) {
 		return Claims{}, errors.New("credential: another tool's")
 	}
 	return c, nil
-}
-
-// tokenPattern finds HMAC tokens in text.
-var tokenPattern = regexp.MustCompile(`ahc1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
-
-// Find returns the token-shaped strings of text (for refusing them in
-// arguments; a caller verifies each).
-func Find(text string) []string {
-	return tokenPattern.FindAllString(text, 16)
 }
 
 // EnvName is the environment variable a credential is handed in:
