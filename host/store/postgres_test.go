@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -81,4 +82,19 @@ func startPostgres(t *testing.T) string {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return url
+}
+
+// createDatabase creates the database name on the server of url and
+// returns its URL.
+func createDatabase(t *testing.T, url, name string) string {
+	t.Helper()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(context.Background(), "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(url, "/postgres?", "/"+name+"?", 1)
 }

@@ -2,7 +2,9 @@
 // their messages (the content as text; a tool message's structured
 // result in its metadata, under tool_agent_output). Every method takes
 // the tenant, and every query is scoped by it: one tenant's IDs are
-// ErrNotFound to another.
+// ErrNotFound to another. Session IDs are keyed by tenant, so two tenants
+// may hold the same ID, each its own session, and an ID tells nothing
+// about another tenant's.
 //
 // Two backends share one implementation, one migration set and one test
 // suite: SQLite (modernc.org/sqlite, pure Go; one file, write-ahead log)
@@ -87,12 +89,47 @@ var migrations = []string{
 		updated BIGINT NOT NULL
 	);
 	CREATE INDEX jobs_tenant ON jobs(tenant);`,
+	// Sessions keyed by (tenant, id): an ID taken by one tenant is free
+	// for another. The old tables are renamed, copied and dropped, as
+	// SQLite cannot change a primary key in place; constraints are named
+	// so that PostgreSQL's new indexes do not collide with the renamed
+	// tables' (sessions_pkey, messages_pkey).
+	`ALTER TABLE messages RENAME TO messages_v2;
+	ALTER TABLE sessions RENAME TO sessions_v2;
+	CREATE TABLE sessions (
+		tenant TEXT NOT NULL,
+		id TEXT NOT NULL,
+		profile TEXT NOT NULL,
+		created BIGINT NOT NULL,
+		CONSTRAINT sessions_tenant_id PRIMARY KEY (tenant, id)
+	);
+	CREATE TABLE messages (
+		tenant TEXT NOT NULL,
+		session TEXT NOT NULL,
+		seq BIGINT NOT NULL,
+		role TEXT NOT NULL,
+		content TEXT NOT NULL,
+		metadata TEXT,
+		created BIGINT NOT NULL,
+		CONSTRAINT messages_tenant_session_seq PRIMARY KEY (tenant, session, seq),
+		CONSTRAINT messages_session FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, id)
+	);
+	INSERT INTO sessions (tenant, id, profile, created) SELECT tenant, id, profile, created FROM sessions_v2;
+	INSERT INTO messages (tenant, session, seq, role, content, metadata, created)
+		SELECT s.tenant, m.session, m.seq, m.role, m.content, m.metadata, m.created FROM messages_v2 m JOIN sessions_v2 s ON s.id = m.session;
+	DROP TABLE messages_v2;
+	DROP TABLE sessions_v2;`,
 }
 
 // Open opens the store: a PostgreSQL database for a postgres:// or
 // postgresql:// URL, else the SQLite database file at path (created if
 // needed); then it applies the migrations the database lacks.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, len(migrations))
+}
+
+// open is Open with the first n migrations only.
+func open(ctx context.Context, path string, n int) (*Store, error) {
 	var s *Store
 	name := path
 	if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
@@ -112,7 +149,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.SetMaxOpenConns(1)
 		s = &Store{db: db}
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, n); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("store %s: %w", name, err)
 	}
@@ -152,7 +189,7 @@ func (s *Store) q(query string) string {
 	return b.String()
 }
 
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context, n int) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -174,7 +211,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if v > len(migrations) {
 		return fmt.Errorf("the database is at schema version %d; this agenthost knows %d", v, len(migrations))
 	}
-	for i := v; i < len(migrations); i++ {
+	for i := v; i < n; i++ {
 		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
 			return fmt.Errorf("migration %d: %w", i+1, err)
 		}
@@ -202,36 +239,33 @@ func (s *Store) CreateSession(ctx context.Context, tenant, profile string) (Sess
 	return s.CreateSessionID(ctx, tenant, profile, newID())
 }
 
-// ErrTaken is a session ID that exists already (possibly another
-// tenant's: callers answer as for ErrNotFound).
+// ErrTaken was a session ID held by another tenant. Session IDs are
+// keyed by tenant now, so no method returns it.
 var ErrTaken = errors.New("session id taken")
 
-// CreateSessionID starts a session with a caller-chosen ID (an AG-UI
-// thread ID).
+// CreateSessionID starts the tenant's session with a caller-chosen ID (an
+// AG-UI thread ID), or returns the tenant's session of that ID if it has
+// one: clients creating one thread at the same moment all get it.
+// Another tenant's session of the same ID is another session.
 func (s *Store) CreateSessionID(ctx context.Context, tenant, profile, id string) (Session, error) {
 	if tenant == "" {
 		return Session{}, errors.New("store: no tenant")
 	}
-	var n int
-	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sessions WHERE id = ?`), id).Scan(&n); err != nil {
-		return Session{}, fmt.Errorf("store: %w", err)
-	}
-	if n > 0 {
-		return Session{}, ErrTaken
-	}
-	ses := Session{ID: id, Tenant: tenant, Profile: profile, Created: time.Now().UTC().Truncate(time.Millisecond)}
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO sessions (id, tenant, profile, created) VALUES (?, ?, ?, ?)`), ses.ID, tenant, profile, ses.Created.UnixMilli())
+	// Insert if absent, then read: a check before the insert would race
+	// with another client's insert.
+	created := time.Now().UTC().Truncate(time.Millisecond)
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO sessions (tenant, id, profile, created) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING`), tenant, id, profile, created.UnixMilli())
 	if err != nil {
 		return Session{}, fmt.Errorf("store: %w", err)
 	}
-	return ses, nil
+	return s.Session(ctx, tenant, id)
 }
 
 // Session returns the tenant's session id, or ErrNotFound.
 func (s *Store) Session(ctx context.Context, tenant, id string) (Session, error) {
 	ses := Session{ID: id, Tenant: tenant}
 	var ms int64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT profile, created FROM sessions WHERE id = ? AND tenant = ?`), id, tenant).Scan(&ses.Profile, &ms)
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT profile, created FROM sessions WHERE tenant = ? AND id = ?`), tenant, id).Scan(&ses.Profile, &ms)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, ErrNotFound
 	}
@@ -269,19 +303,19 @@ func (s *Store) AppendMessage(ctx context.Context, tenant, session string, m Mes
 	defer tx.Rollback()
 	// Lock the session row (PostgreSQL; SQLite has one writer) so that
 	// concurrent appends number messages without a gap or a repeat.
-	lock := `SELECT id FROM sessions WHERE id = ? AND tenant = ?`
+	lock := `SELECT id FROM sessions WHERE tenant = ? AND id = ?`
 	if s.postgres {
 		lock += ` FOR UPDATE`
 	}
 	var got string
-	err = tx.QueryRowContext(ctx, s.q(lock), session, tenant).Scan(&got)
+	err = tx.QueryRowContext(ctx, s.q(lock), tenant, session).Scan(&got)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Message{}, ErrNotFound
 	}
 	if err != nil {
 		return Message{}, fmt.Errorf("store: %w", err)
 	}
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session = ?`), session).Scan(&m.Seq); err != nil {
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE tenant = ? AND session = ?`), tenant, session).Scan(&m.Seq); err != nil {
 		return Message{}, fmt.Errorf("store: %w", err)
 	}
 	m.Created = time.Now().UTC().Truncate(time.Millisecond)
@@ -289,8 +323,8 @@ func (s *Store) AppendMessage(ctx context.Context, tenant, session string, m Mes
 	if len(m.Metadata) > 0 {
 		meta = string(m.Metadata)
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO messages (session, seq, role, content, metadata, created) VALUES (?, ?, ?, ?, ?, ?)`),
-		session, m.Seq, m.Role, m.Content, meta, m.Created.UnixMilli()); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO messages (tenant, session, seq, role, content, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+		tenant, session, m.Seq, m.Role, m.Content, meta, m.Created.UnixMilli()); err != nil {
 		return Message{}, fmt.Errorf("store: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -304,7 +338,7 @@ func (s *Store) Messages(ctx context.Context, tenant, session string) ([]Message
 	if _, err := s.Session(ctx, tenant, session); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, role, content, metadata, created FROM messages WHERE session = ? ORDER BY seq`), session)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, role, content, metadata, created FROM messages WHERE tenant = ? AND session = ? ORDER BY seq`), tenant, session)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -355,13 +389,13 @@ func (s *Store) ToolStats(ctx context.Context, tenant string) ([]ToolStat, error
 		return "json_extract(messages.metadata, '$." + path + "')"
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(`
-		SELECT sessions.tenant,
+		SELECT messages.tenant,
 		       COALESCE(`+field("tool_id")+`, `+field("tool_agent_output.tool_name")+`, ''),
 		       COALESCE(`+field("tool_agent_output.status")+`, ''),
 		       COALESCE(`+field("tool_agent_output.error.code")+`, ''),
 		       COUNT(*)
-		FROM messages JOIN sessions ON sessions.id = messages.session
-		WHERE messages.role = 'tool' AND (? = '' OR sessions.tenant = ?)
+		FROM messages
+		WHERE messages.role = 'tool' AND (? = '' OR messages.tenant = ?)
 		GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`), tenant, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)

@@ -25,10 +25,116 @@ func open(t *testing.T, path string) *store.Store {
 }
 
 // TestStore runs the store's suite on SQLite and on a real PostgreSQL
-// server (started in a temporary folder; CI installs it).
+// server (started in a temporary folder; CI installs it), each with a
+// fresh database and with one an older agenthost left.
 func TestStore(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { suite(t, filepath.Join(t.TempDir(), "agenthost.db")) })
-	t.Run("postgres", func(t *testing.T) { suite(t, startPostgres(t)) })
+	t.Run("sqlite", func(t *testing.T) {
+		suite(t, filepath.Join(t.TempDir(), "agenthost.db"))
+		upgrade(t, filepath.Join(t.TempDir(), "old.db"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := startPostgres(t)
+		suite(t, url)
+		upgrade(t, createDatabase(t, url, "old"))
+	})
+}
+
+// TestSessionIDsPerTenant pins session IDs as a namespace per tenant:
+// two tenants may hold the same ID, each its own session, and clients
+// creating one ID at once all get the one session.
+func TestSessionIDsPerTenant(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { sessionIDs(t, filepath.Join(t.TempDir(), "agenthost.db")) })
+	t.Run("postgres", func(t *testing.T) { sessionIDs(t, startPostgres(t)) })
+}
+
+func sessionIDs(t *testing.T, path string) {
+	ctx := context.Background()
+	s := open(t, path)
+	defer s.Close()
+	for _, tenant := range []string{"acme", "beta"} {
+		ses, err := s.CreateSessionID(ctx, tenant, tenant+"-profile", "thread-1")
+		if err != nil || ses.ID != "thread-1" || ses.Profile != tenant+"-profile" {
+			t.Fatalf("%s creates thread-1: %+v %v", tenant, ses, err)
+		}
+		if _, err := s.AppendMessage(ctx, tenant, "thread-1", store.Message{Role: "user", Content: tenant + " says"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tenant := range []string{"acme", "beta"} {
+		ses, err := s.Session(ctx, tenant, "thread-1")
+		if err != nil || ses.Profile != tenant+"-profile" {
+			t.Errorf("%s's thread-1: %+v %v", tenant, ses, err)
+		}
+		msgs, err := s.Messages(ctx, tenant, "thread-1")
+		if err != nil || len(msgs) != 1 || msgs[0].Content != tenant+" says" || msgs[0].Seq != 1 {
+			t.Errorf("%s's messages: %+v %v", tenant, msgs, err)
+		}
+	}
+	// Creating an ID the tenant has already gives its session back.
+	if ses, err := s.CreateSessionID(ctx, "acme", "other-profile", "thread-1"); err != nil || ses.Profile != "acme-profile" {
+		t.Errorf("acme creates thread-1 again: %+v %v", ses, err)
+	}
+	for i := range 10 {
+		id := "together-" + strconv.Itoa(i)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				if ses, err := s.CreateSessionID(ctx, "acme", "p", id); err != nil || ses.ID != id {
+					t.Errorf("%s at once: %+v %v", id, ses, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	stats, err := s.ToolStats(ctx, "")
+	if err != nil || len(stats) != 0 {
+		t.Errorf("stats %+v %v", stats, err)
+	}
+}
+
+// upgrade opens a database at the schema an older agenthost left
+// (sessions keyed by ID alone) with history in it, and checks that the
+// migration keeps every session, message and job under its tenant.
+func upgrade(t *testing.T, path string) {
+	ctx := context.Background()
+	old, err := store.OpenVersion(ctx, path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO sessions (id, tenant, profile, created) VALUES ('s1', 'acme', 'helper', 1000), ('s2', 'beta', 'other', 2000)`,
+		`INSERT INTO messages (session, seq, role, content, metadata, created) VALUES
+			('s1', 1, 'user', 'hi', NULL, 1001),
+			('s1', 2, 'tool', '{}', '{"tool_agent_output":{"tool_name":"core__echo","status":"success"}}', 1002),
+			('s2', 1, 'user', 'beta here', NULL, 2001)`,
+		`INSERT INTO jobs (id, tenant, tool, status, input, result, created, updated) VALUES ('j1', 'acme', 'core:echo', 'done', '{}', '{"status":"success"}', 3000, 3001)`,
+	} {
+		if err := old.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+	s := open(t, path)
+	defer s.Close()
+	msgs, err := s.Messages(ctx, "acme", "s1")
+	if err != nil || len(msgs) != 2 || msgs[1].Role != "tool" || string(msgs[1].Metadata) != `{"tool_agent_output":{"tool_name":"core__echo","status":"success"}}` {
+		t.Fatalf("acme's s1 after the upgrade: %+v %v", msgs, err)
+	}
+	if ses, err := s.Session(ctx, "beta", "s2"); err != nil || ses.Profile != "other" || ses.Created.UnixMilli() != 2000 {
+		t.Errorf("beta's s2: %+v %v", ses, err)
+	}
+	if _, err := s.Session(ctx, "beta", "s1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("beta reads acme's s1: %v", err)
+	}
+	if m, err := s.AppendMessage(ctx, "acme", "s1", store.Message{Role: "assistant", Content: "done"}); err != nil || m.Seq != 3 {
+		t.Errorf("append after the upgrade: %+v %v", m, err)
+	}
+	if stats, err := s.ToolStats(ctx, "acme"); err != nil || len(stats) != 1 || stats[0].Tool != "core__echo" {
+		t.Errorf("stats after the upgrade: %+v %v", stats, err)
+	}
+	if j, err := s.Job(ctx, "acme", "j1"); err != nil || j.Status != store.JobDone {
+		t.Errorf("the job after the upgrade: %+v %v", j, err)
+	}
 }
 
 // suite pins sessions and messages: order, tenant scoping (another
