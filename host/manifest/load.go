@@ -169,38 +169,59 @@ func (t *Tool) loadFile(early *earlyDigest) error {
 // '..' segment, does not exist, is not a regular file, or resolves
 // (through symlinks) outside dir.
 func ResolveInside(dir, rel string) (string, error) {
-	if err := checkRelPath(rel); err != nil {
+	real, fi, err := resolveInside(dir, rel)
+	if err != nil {
 		return "", err
-	}
-	realDir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", fmt.Errorf("resolve folder: %w", err)
-	}
-	if realDir, err = filepath.Abs(realDir); err != nil {
-		return "", fmt.Errorf("resolve folder: %w", err)
-	}
-	real, err := filepath.EvalSymlinks(filepath.Join(dir, filepath.FromSlash(rel)))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("does not exist: %w", err)
-		}
-		return "", fmt.Errorf("resolve: %w", err)
-	}
-	if real, err = filepath.Abs(real); err != nil {
-		return "", fmt.Errorf("resolve: %w", err)
-	}
-	r, err := filepath.Rel(realDir, real)
-	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
-		return "", fmt.Errorf("resolves to %s, outside the manifest's folder %s", real, realDir)
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return "", fmt.Errorf("stat: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("is not a regular file")
 	}
 	return real, nil
+}
+
+// ResolveFolderInside is [ResolveInside] for a folder (an example's
+// workspace fixture).
+func ResolveFolderInside(dir, rel string) (string, error) {
+	real, fi, err := resolveInside(dir, rel)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("is not a folder")
+	}
+	return real, nil
+}
+
+func resolveInside(dir, rel string) (string, os.FileInfo, error) {
+	if err := checkRelPath(rel); err != nil {
+		return "", nil, err
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("resolve folder: %w", err)
+	}
+	if realDir, err = filepath.Abs(realDir); err != nil {
+		return "", nil, fmt.Errorf("resolve folder: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil, fmt.Errorf("does not exist: %w", err)
+		}
+		return "", nil, fmt.Errorf("resolve: %w", err)
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return "", nil, fmt.Errorf("resolve: %w", err)
+	}
+	r, err := filepath.Rel(realDir, real)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
+		return "", nil, fmt.Errorf("resolves to %s, outside the manifest's folder %s", real, realDir)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", nil, fmt.Errorf("stat: %w", err)
+	}
+	return real, fi, nil
 }
 
 // hashFile returns the hex sha256 of a file's content. A process loads

@@ -46,6 +46,15 @@ func security(m map[string]any, sc string) {
 	m["securityContext"] = v
 }
 
+// fixture is an example of base's tool with the given fixtures.
+func fixture(fixtures string) map[string]any {
+	var f any
+	if err := json.Unmarshal([]byte(fixtures), &f); err != nil {
+		panic(err)
+	}
+	return map[string]any{"description": "d", "input": map[string]any{"text": "x"}, "fixtures": f}
+}
+
 func TestParse(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -114,6 +123,38 @@ func TestParse(t *testing.T) {
 		{name: "unknown example field", patch: func(m map[string]any) {
 			m["examples"] = []any{map[string]any{"description": "d", "input": map[string]any{"text": "x"}, "output": 1}}
 		}, pointer: "/examples/0/output", reason: "unknown field"},
+		{name: "example fixtures", patch: func(m map[string]any) {
+			m["examples"] = []any{fixture(`{"workspace":"testdata/ws","http":[{"url":"https://api.example.com/v1?q=1","status":404,"headers":{"Content-Type":"text/plain"},"body":"no"},
+				{"url":"https://api.example.com/v1?q=1","method":"POST","bodyFile":"testdata/reply.json"}]}`)}
+		}, check: func(t *testing.T, tool *manifest.Tool) {
+			f := tool.Examples[0].Fixtures
+			if f == nil || f.Workspace != "testdata/ws" || len(f.HTTP) != 2 || f.HTTP[0].Status != 404 || f.HTTP[1].BodyFile != "testdata/reply.json" {
+				t.Errorf("fixtures = %+v", f)
+			}
+		}},
+		{name: "fixture workspace escapes", patch: func(m map[string]any) { m["examples"] = []any{fixture(`{"workspace":"../other"}`)} },
+			pointer: "/examples/0/fixtures/workspace", reason: "leaves its folder"},
+		{name: "fixture workspace absolute", patch: func(m map[string]any) { m["examples"] = []any{fixture(`{"workspace":"/etc"}`)} },
+			pointer: "/examples/0/fixtures/workspace", reason: "is absolute"},
+		{name: "fixture URL not http", patch: func(m map[string]any) { m["examples"] = []any{fixture(`{"http":[{"url":"ftp://x.org/a"}]}`)} },
+			pointer: "/examples/0/fixtures/http/0/url"},
+		{name: "fixture URL with user", patch: func(m map[string]any) { m["examples"] = []any{fixture(`{"http":[{"url":"https://me@x.org/a"}]}`)} },
+			pointer: "/examples/0/fixtures/http/0/url", reason: "without user or fragment"},
+		{name: "fixture URL without host", patch: func(m map[string]any) { m["examples"] = []any{fixture(`{"http":[{"url":"http:///a"}]}`)} },
+			pointer: "/examples/0/fixtures/http/0/url"},
+		{name: "fixture body and bodyFile", patch: func(m map[string]any) {
+			m["examples"] = []any{fixture(`{"http":[{"url":"https://x.org/a","body":"a","bodyFile":"b"}]}`)}
+		}, pointer: "/examples/0/fixtures/http/0", reason: "exclusive"},
+		{name: "fixture bodyFile escapes", patch: func(m map[string]any) {
+			m["examples"] = []any{fixture(`{"http":[{"url":"https://x.org/a","bodyFile":"../../secret"}]}`)}
+		}, pointer: "/examples/0/fixtures/http/0/bodyFile", reason: "leaves its folder"},
+		{name: "fixture duplicate response", patch: func(m map[string]any) {
+			m["examples"] = []any{fixture(`{"http":[{"url":"https://x.org/a"},{"url":"https://x.org/a","method":"GET"}]}`)}
+		}, pointer: "/examples/0/fixtures/http/1", reason: "a second response for GET https://x.org/a"},
+		{name: "fixture bad status", patch: func(m map[string]any) { m["examples"] = []any{fixture(`{"http":[{"url":"https://x.org/a","status":700}]}`)} },
+			pointer: "/examples/0/fixtures/http/0/status"},
+		{name: "fixture unknown field", patch: func(m map[string]any) { m["examples"] = []any{fixture(`{"files":"testdata"}`)} },
+			pointer: "/examples/0/fixtures/files", reason: "unknown field"},
 		{name: "missing description", patch: func(m map[string]any) { delete(m, "description") }, pointer: "/description", reason: "missing required field 'description'"},
 		{name: "wrong type", patch: func(m map[string]any) { m["version"] = 1 }, pointer: "/version", reason: "must be a string"},
 		{name: "bad $schema", patch: func(m map[string]any) { m["$schema"] = "https://example.com/other.json" }, pointer: "/$schema"},

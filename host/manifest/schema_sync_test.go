@@ -36,6 +36,8 @@ func TestSchemaMatchesGoTypes(t *testing.T) {
 		return out
 	}
 	sc := defs["securityContext"].(map[string]any)
+	example := doc["properties"].(map[string]any)["examples"].(map[string]any)["items"]
+	fixtures := example.(map[string]any)["properties"].(map[string]any)["fixtures"]
 	scProps := sc["properties"].(map[string]any)
 	tests := []struct {
 		name   string
@@ -48,7 +50,9 @@ func TestSchemaMatchesGoTypes(t *testing.T) {
 		{"FileAccess", manifest.FileAccess{}, scProps["fileAccess"]},
 		{"NetworkAccess", manifest.NetworkAccess{}, scProps["networkAccess"]},
 		{"Limits", manifest.Limits{}, scProps["limits"]},
-		{"Example", manifest.Example{}, doc["properties"].(map[string]any)["examples"].(map[string]any)["items"]},
+		{"Example", manifest.Example{}, example},
+		{"Fixtures", manifest.Fixtures{}, fixtures},
+		{"HTTPFixture", manifest.HTTPFixture{}, fixtures.(map[string]any)["properties"].(map[string]any)["http"].(map[string]any)["items"]},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

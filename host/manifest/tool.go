@@ -135,4 +135,36 @@ type Example struct {
 	Description    string          `json:"description"`
 	Input          json.RawMessage `json:"input"`
 	ExpectedOutput json.RawMessage `json:"expectedOutput,omitempty"`
+	// Fixtures is what the example needs to run as a test (agenthost
+	// test): files and canned HTTP responses. Calls outside a test never
+	// see it.
+	Fixtures *Fixtures `json:"fixtures,omitempty"`
+}
+
+// Fixtures are the test set-up of one example.
+type Fixtures struct {
+	// Workspace is a folder of the toolpack, relative to the manifest's
+	// folder: the test copies it into a fresh workspace for the call.
+	Workspace string `json:"workspace,omitempty"`
+	// HTTP holds canned responses for the URLs the call fetches; the test
+	// serves them on loopback and grants the tool only those servers.
+	HTTP []HTTPFixture `json:"http,omitempty"`
+}
+
+// HTTPFixture is one canned HTTP response.
+type HTTPFixture struct {
+	// URL is the absolute http(s) URL the example's call requests, the
+	// query included.
+	URL string `json:"url"`
+	// Method is the request's method; "" means GET (which answers HEAD
+	// too).
+	Method string `json:"method,omitempty"`
+	// Status is the response's status; 0 means 200.
+	Status int `json:"status,omitempty"`
+	// Headers are the response's headers.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Body is the response's body, or BodyFile a file of the toolpack
+	// (relative to the manifest's folder) that holds it; at most one.
+	Body     string `json:"body,omitempty"`
+	BodyFile string `json:"bodyFile,omitempty"`
 }

@@ -188,6 +188,11 @@ func (t *Tool) validate(withSchema bool) error {
 				return fail(ptr+"/expectedOutput", "expectedOutput does not match output: %s", aerr.Message)
 			}
 		}
+		if ex.Fixtures != nil {
+			if p, reason := checkFixtures(ex.Fixtures); reason != "" {
+				return fail(ptr+"/fixtures"+p, "%s", reason)
+			}
+		}
 	}
 	t.state = st
 	return nil
@@ -468,4 +473,47 @@ func checkMountHost(h string) error {
 // within reports whether guest path a equals b or lies below it.
 func within(a, b string) bool {
 	return a == b || strings.HasPrefix(a, b+"/")
+}
+
+// checkFixtures checks an example's fixtures and returns the JSON
+// Pointer (below /fixtures) and reason of the first problem. That the
+// files exist is checked when a test uses them: a toolpack may be
+// shipped without its test folder.
+func checkFixtures(f *Fixtures) (ptr, reason string) {
+	if f.Workspace != "" {
+		if err := checkRelPath(f.Workspace); err != nil {
+			return "/workspace", err.Error()
+		}
+	}
+	seen := map[string]int{}
+	for i, h := range f.HTTP {
+		p := fmt.Sprintf("/http/%d", i)
+		u, err := url.Parse(h.URL)
+		switch {
+		case err != nil:
+			return p + "/url", fmt.Sprintf("url %q: %v", h.URL, err)
+		case u.Scheme != "http" && u.Scheme != "https":
+			return p + "/url", fmt.Sprintf("url %q: want http:// or https://", h.URL)
+		case u.Hostname() == "" || u.User != nil || u.Fragment != "" || u.Opaque != "":
+			return p + "/url", fmt.Sprintf("url %q: want scheme://host[:port]/path[?query], without user or fragment", h.URL)
+		}
+		if h.Body != "" && h.BodyFile != "" {
+			return p, "body and bodyFile are exclusive"
+		}
+		if h.BodyFile != "" {
+			if err := checkRelPath(h.BodyFile); err != nil {
+				return p + "/bodyFile", err.Error()
+			}
+		}
+		method := h.Method
+		if method == "" {
+			method = "GET"
+		}
+		key := method + " " + h.URL
+		if j, dup := seen[key]; dup {
+			return p, fmt.Sprintf("a second response for %s (the first is /fixtures/http/%d)", key, j)
+		}
+		seen[key] = i
+	}
+	return "", ""
 }
