@@ -151,7 +151,9 @@ func TestParse(t *testing.T) {
 		{name: "fixture duplicate response", patch: func(m map[string]any) {
 			m["examples"] = []any{fixture(`{"http":[{"url":"https://x.org/a"},{"url":"https://x.org/a","method":"GET"}]}`)}
 		}, pointer: "/examples/0/fixtures/http/1", reason: "a second response for GET https://x.org/a"},
-		{name: "fixture bad status", patch: func(m map[string]any) { m["examples"] = []any{fixture(`{"http":[{"url":"https://x.org/a","status":700}]}`)} },
+		{name: "fixture bad status", patch: func(m map[string]any) {
+			m["examples"] = []any{fixture(`{"http":[{"url":"https://x.org/a","status":700}]}`)}
+		},
 			pointer: "/examples/0/fixtures/http/0/status"},
 		{name: "fixture unknown field", patch: func(m map[string]any) { m["examples"] = []any{fixture(`{"files":"testdata"}`)} },
 			pointer: "/examples/0/fixtures/files", reason: "unknown field"},
