@@ -7,30 +7,76 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// usernsFDs caches, per call uid, a user namespace whose uid and gid 0
-// map to that uid: the idmapping of the private root's bind mounts, under
-// which the host's root-owned files appear owned by the call's uid. The
-// call's process then needs no capability to read them: file modes (and
-// Landlock, and read-only mounts) decide.
-var usernsFDs struct {
-	sync.Mutex
-	m map[uint32]int
+// acquire returns a user namespace whose uid and gid 0 map to uid: the
+// idmapping of the private root's bind mounts, under which the host's
+// root-owned files appear owned by that uid (the call's process then
+// needs no capability to read them: file modes, Landlock and read-only
+// mounts decide). release ends the use. A nil or closed u makes a
+// namespace for this use alone, closed by release.
+func (u *UserNamespaces) acquire(uid uint32) (fd int, release func(), err error) {
+	if u != nil {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if !u.closed {
+			fd, ok := u.fds[uid]
+			if !ok {
+				if fd, err = newUserNamespace(uid); err != nil {
+					return -1, nil, err
+				}
+				if u.fds == nil {
+					u.fds = map[uint32]int{}
+				}
+				u.fds[uid] = fd
+			}
+			u.users++
+			return fd, u.done, nil
+		}
+	}
+	if fd, err = newUserNamespace(uid); err != nil {
+		return -1, nil, err
+	}
+	return fd, func() { _ = unix.Close(fd) }, nil
 }
 
-// usernsFor returns the cached user namespace fd for uid, creating it with
-// a helper process that lives only until its namespace is opened.
-func usernsFor(uid uint32) (int, error) {
-	usernsFDs.Lock()
-	defer usernsFDs.Unlock()
-	if fd, ok := usernsFDs.m[uid]; ok {
-		return fd, nil
+// done ends one use of u's namespaces; the last one after Close closes
+// them.
+func (u *UserNamespaces) done() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.users--
+	if u.closed && u.users == 0 {
+		u.closeAll()
 	}
+}
+
+// Close releases the cached namespaces, at once or, when a child's mounts
+// are being made with one, once they are made. Later uses get a namespace
+// of their own. It is safe to call more than once.
+func (u *UserNamespaces) Close() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.closed = true
+	if u.users == 0 {
+		u.closeAll()
+	}
+	return nil
+}
+
+func (u *UserNamespaces) closeAll() {
+	for uid, fd := range u.fds {
+		_ = unix.Close(fd)
+		delete(u.fds, uid)
+	}
+}
+
+// newUserNamespace opens a new user namespace mapping uid and gid 0 to
+// uid, with a helper process that lives only until it is opened.
+func newUserNamespace(uid uint32) (int, error) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		return -1, fmt.Errorf("idmap: %w", err)
@@ -50,10 +96,6 @@ func usernsFor(uid uint32) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("idmap: open user namespace: %w", err)
 	}
-	if usernsFDs.m == nil {
-		usernsFDs.m = map[uint32]int{}
-	}
-	usernsFDs.m[uid] = fd
 	return fd, nil
 }
 

@@ -3,6 +3,7 @@ package isolate
 import (
 	"io"
 	"net"
+	"sync"
 	"syscall"
 )
 
@@ -34,6 +35,12 @@ type Rule struct {
 	// there never reaches the host's disk, and a write past the size fails
 	// with ENOSPC. Without PrivateFS the host's folder is used.
 	TmpfsBytes uint64
+	// KeepOwner marks a path the child needs but nobody granted it (the
+	// system's runtime files, a program's folder): with PrivateFS and a
+	// per-call UID it is never idmapped, so its files keep their real
+	// owner and the child reaches only what their modes give every user.
+	// (An idmapping would hand it the host's root-only files there.)
+	KeepOwner bool
 }
 
 // Limits are the rlimits of the child. Zero leaves a limit unset.
@@ -77,6 +84,11 @@ type Config struct {
 	// as ambient capabilities so that Landlock, not file modes, decides
 	// which files it may reach. Ignored when the host is not root.
 	UID uint32
+	// UserNamespaces, with PrivateFS and UID on a root host, caches the
+	// user namespaces of the idmapped mounts per uid for its owner, who
+	// closes it; nil makes one for this child and closes it once its
+	// mounts are made.
+	UserNamespaces *UserNamespaces
 	// Egress, when set, replaces the empty network namespace with one
 	// whose loopback holds a single TCP listener, handed to Egress before
 	// the child starts: Egress serves it (an allowlisting proxy) on its
@@ -146,4 +158,16 @@ type Features struct {
 	// Seccomp reports whether Config.Seccomp works here (the filter has a
 	// syscall table for this architecture).
 	Seccomp bool
+}
+
+// UserNamespaces holds the user namespaces (one open descriptor per uid)
+// that give a root host's per-call uids their idmapped mounts, so that a
+// runner makes each once and releases them all when it closes
+// ([UserNamespaces.Close]). The zero value is ready to use; it is safe
+// for concurrent use.
+type UserNamespaces struct {
+	mu     sync.Mutex
+	fds    map[uint32]int
+	users  int // mounts being made with one of fds now
+	closed bool
 }

@@ -54,17 +54,20 @@ func (fs *privateFS) full() []string {
 // fail with EROFS. The caller must have locked the goroutine to its thread
 // and must never unlock it (the namespace belongs to that thread).
 //
-// With uid set (a root host's per-call uid), root-owned paths are mounted
-// idmapped so that they appear owned by uid: the child then needs no
-// capability at all. The result's idmapped reports whether every such
+// With uid set (a root host's per-call uid), the root-owned paths of
+// rules that do not keep their owner are mounted idmapped (with userns's
+// namespace for uid) so that they appear owned by uid: the child then
+// needs no capability at all. The result's idmapped reports whether every such
 // mount took the idmapping (a file system without idmapped-mount support
 // does not).
-func privateRoot(scratch string, rules []Rule, uid uint32) (*privateFS, error) {
+func privateRoot(scratch string, rules []Rule, uid uint32, userns *UserNamespaces) (*privateFS, error) {
 	usernsFD := -1
 	if uid != 0 {
-		var err error
-		if usernsFD, err = usernsFor(uid); err != nil {
-			usernsFD = -1
+		fd, release, err := userns.acquire(uid)
+		if err == nil {
+			// Needed only while the mounts are made.
+			defer release()
+			usernsFD = fd
 		}
 	}
 	fs := &privateFS{idmapped: usernsFD >= 0, tmpfs: map[string]string{}}
@@ -144,9 +147,9 @@ func mountTmpfs(root string, r Rule, uid uint32) (string, error) {
 func tmpfsInodes(size uint64) uint64 { return max(size/(16<<10), 1024) }
 
 // bindRule mounts r.Path at the same path under root, idmapped when
-// usernsFD is set and the path is root-owned (clearing *idmapped when the
-// file system refuses the idmapping). A missing path is skipped: there is
-// nothing to reach through it.
+// usernsFD is set, the path is root-owned and the rule does not keep its
+// owner (clearing *idmapped when the file system refuses the idmapping).
+// A missing path is skipped: there is nothing to reach through it.
 func bindRule(root string, r Rule, usernsFD int, idmapped *bool) error {
 	if !filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path {
 		return fmt.Errorf("rule path %q is not clean and absolute", r.Path)
@@ -172,7 +175,7 @@ func bindRule(root string, r Rule, usernsFD int, idmapped *bool) error {
 			f.Close()
 		}
 	}
-	if usernsFD >= 0 && r.Access&Device == 0 && ownedByRoot(fi) && fi.Mode()&os.ModeDevice == 0 {
+	if usernsFD >= 0 && !r.KeepOwner && r.Access&Device == 0 && ownedByRoot(fi) && fi.Mode()&os.ModeDevice == 0 {
 		attrs := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
 		if r.Access&Write == 0 {
 			attrs |= unix.MOUNT_ATTR_RDONLY

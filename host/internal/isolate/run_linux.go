@@ -58,7 +58,7 @@ func Run(ctx context.Context, c *Config) (Exit, error) {
 		var pfs *privateFS
 		rules := c.Rules
 		if err == nil && c.PrivateFS {
-			pfs, err = privateRoot(c.Scratch, c.Rules, c.UID)
+			pfs, err = privateRoot(c.Scratch, c.Rules, c.UID, c.UserNamespaces)
 			if err == nil {
 				cleanup, rules = pfs.cleanup, pfs.rules
 				cmd.SysProcAttr.Chroot = pfs.root

@@ -40,6 +40,10 @@ type Options struct {
 	// Grant is the grant of a server's process (its securityContext under
 	// the policy).
 	Grant func(server string) *policy.Grant
+	// Protected are files no server's process may reach (the policy, the
+	// lock file, the auth file): a server whose cwd, program or grant
+	// would expose one does not start.
+	Protected []string
 	// Idle stops a server unused that long (DefaultIdle when 0).
 	Idle   time.Duration
 	Logger hclog.Logger
@@ -146,7 +150,7 @@ func (r *Runner) Connect(ctx context.Context, name string) (*sdk.ClientSession, 
 		t = &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc, MaxRetries: -1}
 	} else {
 		var err error
-		proc, err = r.o.Spawn(sctx, script.SpawnConfig{Command: cfg.Command, Args: cfg.Args, Env: cfg.Env, Dir: cfg.Cwd, Grant: r.o.Grant(name)})
+		proc, err = r.o.Spawn(sctx, script.SpawnConfig{Command: cfg.Command, Args: cfg.Args, Env: cfg.Env, Dir: cfg.Cwd, Grant: r.o.Grant(name), Protected: r.o.Protected})
 		if err != nil {
 			cancel()
 			return nil, nil, nil, fmt.Errorf("mcp server %s: %w", name, err)

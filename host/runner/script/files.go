@@ -12,19 +12,20 @@ import (
 
 // runtimeFiles are the system files every interpreter needs, granted
 // read (and execute for the library and program folders). Paths that do
-// not exist are skipped.
+// not exist are skipped. Nobody granted them: they keep their owners
+// (never idmapped), so a root-only file among them stays unreadable.
 var runtimeFiles = []isolate.Rule{
-	{Path: "/usr", Access: isolate.Read | isolate.Exec},
-	{Path: "/lib", Access: isolate.Read | isolate.Exec},
-	{Path: "/lib64", Access: isolate.Read | isolate.Exec},
-	{Path: "/bin", Access: isolate.Read | isolate.Exec},
-	{Path: "/etc/ld.so.cache", Access: isolate.Read},
-	{Path: "/etc/localtime", Access: isolate.Read},
-	{Path: "/etc/ssl/openssl.cnf", Access: isolate.Read}, // node reads it at start-up
+	{Path: "/usr", Access: isolate.Read | isolate.Exec, KeepOwner: true},
+	{Path: "/lib", Access: isolate.Read | isolate.Exec, KeepOwner: true},
+	{Path: "/lib64", Access: isolate.Read | isolate.Exec, KeepOwner: true},
+	{Path: "/bin", Access: isolate.Read | isolate.Exec, KeepOwner: true},
+	{Path: "/etc/ld.so.cache", Access: isolate.Read, KeepOwner: true},
+	{Path: "/etc/localtime", Access: isolate.Read, KeepOwner: true},
+	{Path: "/etc/ssl/openssl.cnf", Access: isolate.Read, KeepOwner: true}, // node reads it at start-up
 	{Path: "/dev/null", Access: isolate.Read | isolate.Write | isolate.Device},
-	{Path: "/dev/zero", Access: isolate.Read},
-	{Path: "/dev/urandom", Access: isolate.Read},
-	{Path: "/dev/random", Access: isolate.Read},
+	{Path: "/dev/zero", Access: isolate.Read, KeepOwner: true},
+	{Path: "/dev/urandom", Access: isolate.Read, KeepOwner: true},
+	{Path: "/dev/random", Access: isolate.Read, KeepOwner: true},
 }
 
 // Widening is a glob grant that Landlock, which grants whole path

@@ -95,6 +95,8 @@ func (inst *installer) run(ctx context.Context, prog string, args ...string) err
 		Stdin:  bytes.NewReader(nil),
 		Stdout: &out, Stderr: &out,
 		UID: inst.uid,
+
+		UserNamespaces: &r.userns,
 	}
 	f := *r.feat()
 	if f.LandlockABI > 0 {

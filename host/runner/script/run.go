@@ -114,6 +114,8 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		Stdout: stdout,
 		Stderr: logs,
 		UID:    uid,
+
+		UserNamespaces: &p.r.userns,
 	}
 	var guard *netguard.Guard
 	if len(p.grant.Hosts) > 0 {
@@ -364,7 +366,7 @@ func (p *prepared) env(tmp string, call map[string]string) []string {
 func (p *prepared) rules(grantRules []isolate.Rule) []isolate.Rule {
 	rules := append([]isolate.Rule{}, runtimeFiles...)
 	for _, root := range p.interp.roots {
-		rules = append(rules, isolate.Rule{Path: root, Access: isolate.Read | isolate.Exec})
+		rules = append(rules, isolate.Rule{Path: root, Access: isolate.Read | isolate.Exec, KeepOwner: true})
 	}
 	if p.deps != nil {
 		rules = append(rules, isolate.Rule{Path: p.deps.dir, Access: isolate.Read | isolate.Exec})

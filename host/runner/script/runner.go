@@ -75,6 +75,9 @@ type Runner struct {
 	uids chan uint32
 	// scratch holds the per-call $TMP folders of a root host.
 	scratch scratch
+	// userns holds the user namespaces of the per-call uids' idmapped
+	// mounts, released at Close.
+	userns isolate.UserNamespaces
 }
 
 // New returns a Runner. It probes the kernel's protections once, when

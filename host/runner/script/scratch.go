@@ -82,5 +82,9 @@ func (s *scratch) remove() error {
 	return nil
 }
 
-// Close removes the runner's scratch folder. Calls must have returned.
-func (r *Runner) Close(context.Context) error { return r.scratch.remove() }
+// Close releases what the runner made: the user namespaces of its uids
+// and its scratch folder. Calls must have returned.
+func (r *Runner) Close(context.Context) error {
+	_ = r.userns.Close()
+	return r.scratch.remove()
+}

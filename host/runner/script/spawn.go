@@ -31,6 +31,10 @@ type SpawnConfig struct {
 	// Grant is the process's grant (files, network, limits; its timeout
 	// does not apply: the process lives until ctx ends).
 	Grant *policy.Grant
+	// Protected are files the process must never reach (the policy, its
+	// lock file, the auth file): Spawn refuses to start it when Dir, the
+	// program's folder or a path of the grant holds one of them.
+	Protected []string
 }
 
 // Process is a spawned process: write to Stdin, read Stdout; Wait returns
@@ -74,6 +78,17 @@ func (r *Runner) Spawn(ctx context.Context, c SpawnConfig) (*Process, error) {
 			return nil, fmt.Errorf("spawn: %q is not in %s", exe, systemPath)
 		}
 		exe = found
+	}
+	grantRules, _ := fileRules(c.Grant, "")
+	// The program's folder is needed to run it, not granted: it keeps
+	// its owner (never idmapped). Dir is the operator's grant.
+	own := []isolate.Rule{{Path: filepath.Dir(exe), Access: isolate.Read | isolate.Exec, KeepOwner: true}}
+	if c.Dir != "" {
+		own = append(own, isolate.Rule{Path: c.Dir, Access: isolate.Read | isolate.Exec})
+	}
+	own = append(own, grantRules...)
+	if err := exposes(own, c.Protected); err != nil {
+		return nil, fmt.Errorf("spawn: %w", err)
 	}
 	base, err := r.scratch.dirFor(r.uids != nil)
 	if err != nil {
@@ -125,9 +140,9 @@ func (r *Runner) Spawn(ctx context.Context, c SpawnConfig) (*Process, error) {
 		envList = append(envList, k+"="+v)
 	}
 	sort.Strings(envList)
-	grantRules, _ := fileRules(c.Grant, tmp)
+	grantRules, _ = fileRules(c.Grant, tmp)
 	rules := append([]isolate.Rule{}, runtimeFiles...)
-	rules = append(rules, isolate.Rule{Path: filepath.Dir(exe), Access: isolate.Read | isolate.Exec})
+	rules = append(rules, own[0])
 	if c.Dir != "" {
 		rules = append(rules, isolate.Rule{Path: c.Dir, Access: isolate.Read | isolate.Exec})
 	}
@@ -136,7 +151,7 @@ func (r *Runner) Spawn(ctx context.Context, c SpawnConfig) (*Process, error) {
 	if dir == "" {
 		dir = tmp
 	}
-	cfg := &isolate.Config{Path: exe, Args: c.Args, Env: envList, Dir: dir, Stdin: inR, Stdout: outW, Stderr: logs, UID: uid}
+	cfg := &isolate.Config{Path: exe, Args: c.Args, Env: envList, Dir: dir, Stdin: inR, Stdout: outW, Stderr: logs, UID: uid, UserNamespaces: &r.userns}
 	if len(c.Grant.Hosts) > 0 {
 		guard := netguard.ForGrant(c.Grant, netguard.Options{})
 		cfg.Egress = func(l net.Listener) []string {
@@ -176,9 +191,37 @@ func isExecutable(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
+// exposes returns an error naming the first protected file that one of
+// rules reaches (the rule's path is the file or a folder above it), after
+// symbolic links on both sides.
+func exposes(rules []isolate.Rule, protected []string) error {
+	real := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return filepath.Clean(p)
+	}
+	for _, f := range protected {
+		if f == "" {
+			continue
+		}
+		rf := real(f)
+		for _, r := range rules {
+			if rp := real(r.Path); within(rf, rp) {
+				return fmt.Errorf("%s would expose %s, which a server's process never reaches; give the server a folder of its own (cwd) that holds neither the policy nor its lock or auth file", r.Path, f)
+			}
+		}
+	}
+	return nil
+}
+
 // mergeRules joins the rules of one path into one with the union of their
 // rights (a folder granted read by the grant and read-execute as the
-// program's folder is one read-execute mount).
+// program's folder is one read-execute mount). The joined rule keeps its
+// owner only if every rule of the path does (a grant wins).
 func mergeRules(rules []isolate.Rule) []isolate.Rule {
 	idx := map[string]int{}
 	var out []isolate.Rule
@@ -186,6 +229,7 @@ func mergeRules(rules []isolate.Rule) []isolate.Rule {
 		p := filepath.Clean(r.Path)
 		if i, ok := idx[p]; ok {
 			out[i].Access |= r.Access
+			out[i].KeepOwner = out[i].KeepOwner && r.KeepOwner
 			continue
 		}
 		idx[p] = len(out)
