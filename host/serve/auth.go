@@ -18,7 +18,10 @@ import (
 const (
 	ScopeCall     = "call"     // tools, exec, MCP
 	ScopeSessions = "sessions" // sessions, agent runs, history
-	ScopeAdmin    = "admin"    // metrics
+	ScopeAdmin    = "admin"    // the tenant's own metrics
+	// ScopeOperator sees /metrics whole: every tenant's series and the
+	// process's. Its token needs no tenant.
+	ScopeOperator = "operator"
 )
 
 // Principal is who a request is: a tenant and what it may do.
@@ -37,7 +40,8 @@ type AuthFile struct {
 	Tenants map[string]TenantEntry `json:"tenants"`
 }
 
-// TokenEntry grants a token's holder a tenant and scopes.
+// TokenEntry grants a token's holder a tenant and scopes. An operator
+// token (scopes [operator]) has no tenant.
 type TokenEntry struct {
 	SHA256 string   `json:"sha256"`
 	Tenant string   `json:"tenant"`
@@ -77,20 +81,28 @@ func LoadAuthFile(path string) (*AuthFile, error) {
 		if _, err := hex.DecodeString(t.SHA256); err != nil {
 			return nil, fmt.Errorf("auth %s: tokens[%d]: sha256: %w", path, i, err)
 		}
+		if t.SHA256 == emptySHA256 {
+			return nil, fmt.Errorf("auth %s: tokens[%d]: sha256 is the hash of the empty token (was the variable unset when it was hashed?); hash the real token", path, i)
+		}
 		if seen[t.SHA256] {
 			return nil, fmt.Errorf("auth %s: tokens[%d]: the same token twice", path, i)
 		}
 		seen[t.SHA256] = true
-		if _, ok := a.Tenants[t.Tenant]; !ok {
-			return nil, fmt.Errorf("auth %s: tokens[%d]: tenant %q is not under tenants", path, i, t.Tenant)
-		}
 		if len(t.Scopes) == 0 {
-			return nil, fmt.Errorf("auth %s: tokens[%d]: no scopes (call, sessions, admin)", path, i)
+			return nil, fmt.Errorf("auth %s: tokens[%d]: no scopes (call, sessions, admin, operator)", path, i)
 		}
+		operatorOnly := true
 		for _, s := range t.Scopes {
-			if s != ScopeCall && s != ScopeSessions && s != ScopeAdmin {
-				return nil, fmt.Errorf("auth %s: tokens[%d]: scope %q: want call, sessions or admin", path, i, s)
+			if s != ScopeCall && s != ScopeSessions && s != ScopeAdmin && s != ScopeOperator {
+				return nil, fmt.Errorf("auth %s: tokens[%d]: scope %q: want call, sessions, admin or operator", path, i, s)
 			}
+			operatorOnly = operatorOnly && s == ScopeOperator
+		}
+		if t.Tenant == "" && !operatorOnly {
+			return nil, fmt.Errorf("auth %s: tokens[%d]: no tenant (only a token with the scope operator alone has none)", path, i)
+		}
+		if _, ok := a.Tenants[t.Tenant]; !ok && t.Tenant != "" {
+			return nil, fmt.Errorf("auth %s: tokens[%d]: tenant %q is not under tenants", path, i, t.Tenant)
 		}
 	}
 	for name := range a.Tenants {
@@ -131,26 +143,34 @@ func NewAuthenticator(tokens []TokenEntry) *Authenticator {
 	return a
 }
 
-// SingleToken makes a random token for one tenant with every scope (the
-// loopback mode without --auth); it returns the token to print once.
+// SingleToken makes a random token for one tenant with every scope,
+// operator included (the loopback mode without --auth, where the holder
+// is the operator); it returns the token to print once.
 func SingleToken(tenant string) (*Authenticator, string) {
 	b := make([]byte, 24)
 	rand.Read(b)
 	tok := hex.EncodeToString(b)
 	sum := sha256.Sum256([]byte(tok))
-	return NewAuthenticator([]TokenEntry{{SHA256: hex.EncodeToString(sum[:]), Tenant: tenant, Scopes: []string{ScopeCall, ScopeSessions, ScopeAdmin}}}), tok
+	return NewAuthenticator([]TokenEntry{{SHA256: hex.EncodeToString(sum[:]), Tenant: tenant, Scopes: []string{ScopeCall, ScopeSessions, ScopeAdmin, ScopeOperator}}}), tok
 }
 
 var errNoToken = errors.New("no bearer token")
+
+// emptySHA256 is the SHA-256 of the empty string: what the hashing recipe
+// gives for an unset variable. No token has it.
+const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // principal returns the request's principal.
 func (a *Authenticator) principal(r *http.Request) (Principal, error) {
 	h := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
+	// Only ASCII space and tab are white space here (RFC 9110); a
+	// Unicode space is part of the token, so a header of spaces is never
+	// the empty token.
+	tok = strings.Trim(tok, " \t")
 	if !ok || tok == "" {
 		return Principal{}, errNoToken
 	}
-	tok = strings.TrimSpace(tok)
 	sum := sha256.Sum256([]byte(tok))
 	if p, ok := a.byHash[hex.EncodeToString(sum[:])]; ok {
 		return p, nil

@@ -92,11 +92,7 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request, c *call, id st
 		if err != nil {
 			env = abi.Failure(id, abi.Errorf(abi.CodeToolError, "the call could not be run: %s", err.Error()))
 		}
-		code := ""
-		if env.Error != nil {
-			code = string(env.Error.Code)
-		}
-		s.metrics.call(c.p.Tenant, env.ToolID, string(env.Status), code, env.DurationMs/1000)
+		s.metrics.call(c, env)
 		b, _ := json.Marshal(env)
 		if err := s.o.Store.FinishJob(context.Background(), c.p.Tenant, j.ID, b); err != nil {
 			s.o.Logger.Error("storing a job result", "job", j.ID, "error", err)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -47,13 +49,47 @@ func newJWTVerifier(cfg JWTConfig) (*jwtVerifier, error) {
 	if cfg.JWKS == "" || cfg.Issuer == "" || cfg.Audience == "" {
 		return nil, errors.New("jwt: jwks, issuer and audience are required")
 	}
-	if !strings.HasPrefix(cfg.JWKS, "https://") && !strings.HasPrefix(cfg.JWKS, "http://127.0.0.1") && !strings.HasPrefix(cfg.JWKS, "http://localhost") && !strings.HasPrefix(cfg.JWKS, "http://[::1]") {
-		return nil, fmt.Errorf("jwt: jwks %q must be https (or http on loopback)", cfg.JWKS)
+	if err := checkJWKS(cfg.JWKS); err != nil {
+		return nil, err
 	}
 	if cfg.TenantClaim == "" {
 		cfg.TenantClaim = "tenant"
 	}
-	return &jwtVerifier{cfg: cfg, client: &http.Client{Timeout: 10 * time.Second}, now: time.Now}, nil
+	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 5 {
+			return errors.New("jwt: too many redirects")
+		}
+		return checkJWKS(req.URL.String())
+	}}
+	return &jwtVerifier{cfg: cfg, client: client, now: time.Now}, nil
+}
+
+// checkJWKS accepts a key set address that is https, or http to a
+// loopback host, without user info. It judges the parsed URL: a prefix
+// check would take http://127.0.0.1.evil.example or
+// http://localhost@evil.example for loopback.
+func checkJWKS(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("jwt: jwks %q: %w", raw, err)
+	}
+	host := u.Hostname()
+	switch {
+	case u.User != nil:
+		return fmt.Errorf("jwt: jwks %q: no user info in the address", raw)
+	case host == "":
+		return fmt.Errorf("jwt: jwks %q: want an absolute https URL (or http on loopback)", raw)
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && (host == "localhost" || isLoopbackIP(host)):
+		return nil
+	}
+	return fmt.Errorf("jwt: jwks %q must be https (or http on loopback: 127.0.0.0/8, [::1], localhost)", raw)
+}
+
+func isLoopbackIP(host string) bool {
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
 }
 
 func (v *jwtVerifier) fetch(ctx context.Context, force bool) (jose.JSONWebKeySet, error) {

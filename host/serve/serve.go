@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -109,14 +110,13 @@ func New(o Options) (*Server, error) {
 	if o.HeaderTimeout <= 0 {
 		o.HeaderTimeout = DefaultHeaderTimeout
 	}
-	s := &Server{o: o, mux: http.NewServeMux(), metrics: newMetrics(), mcp: map[string]*mcp.Server{}, slots: map[string]chan struct{}{}, jobs: newJobs()}
+	s := &Server{o: o, mux: http.NewServeMux(), metrics: newMetrics(o.Tenants, o.QueueDepth), mcp: map[string]*mcp.Server{}, slots: map[string]chan struct{}{}, jobs: newJobs()}
 	// Jobs left running by a previous process did not finish.
 	if n, err := o.Store.InterruptJobs(context.Background(), interruptedResult("")); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	} else if n > 0 {
 		o.Logger.Warn("jobs interrupted by the last stop", "jobs", n)
 	}
-	s.metrics.reg.MustRegister(newHostCollector(s))
 	for _, c := range o.Collectors {
 		if err := s.metrics.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("serve: metrics: %w", err)
@@ -216,17 +216,20 @@ func (s *Server) wrap(rt route) http.Handler {
 				writeError(sw, http.StatusUnauthorized, "UNAUTHORIZED", "a valid bearer token is required")
 				return
 			}
-			if !p.may(rt.Scope) {
+			// The operator scope opens the admin routes (every tenant's
+			// metrics) and needs no tenant.
+			operator := rt.Scope == ScopeAdmin && p.may(ScopeOperator)
+			if !p.may(rt.Scope) && !operator {
 				writeError(sw, http.StatusForbidden, "FORBIDDEN", "the token lacks the scope "+rt.Scope)
 				return
 			}
 			t, ok := s.o.Tenants[p.Tenant]
-			if !ok {
+			if !ok && !operator {
 				writeError(sw, http.StatusForbidden, "FORBIDDEN", "the token's tenant is not served")
 				return
 			}
 			c.p, c.tenant = p, t
-			if !rt.Idle {
+			if !rt.Idle && ok {
 				select {
 				case s.slots[p.Tenant] <- struct{}{}:
 					defer func() { <-s.slots[p.Tenant] }()
@@ -292,7 +295,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // readJSON decodes a JSON request body into v: the content type must be
-// JSON, unknown fields are errors, and the body cap applies.
+// JSON, unknown fields are errors (when strict), the body is one JSON
+// value and nothing after it but white space, and the body cap applies.
 func readJSON(w http.ResponseWriter, r *http.Request, v any, strict bool) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
 		writeError(w, http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", "send application/json, not "+ct)
@@ -302,7 +306,18 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any, strict bool) bool {
 	if strict {
 		dec.DisallowUnknownFields()
 	}
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if err == nil {
+		// A second value would be ignored, and whoever reads the body
+		// another way (a proxy, a log) might see it as the request.
+		if _, next := dec.Token(); next != io.EOF {
+			err = next
+			if err == nil {
+				err = errors.New("the body holds more than one JSON value")
+			}
+		}
+	}
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeError(w, http.StatusRequestEntityTooLarge, "TOO_LARGE", "the body is larger than the limit")

@@ -41,6 +41,25 @@ func rowsTool() host.Tool {
 	}, host.WithUI(map[string]string{"kind": "table", "rows": "/items"}))
 }
 
+// pictureTranscript shows two images: one on another host (never
+// loaded) and one carried in the result (data:).
+const pictureTranscript = `{"content":"","tool_calls":[{"id":"p1","name":"app__picture","arguments":{"src":"https://evil.example/pixel.png"}},{"id":"p2","name":"app__picture","arguments":{"src":"` + pixelPNG + `"}}]}
+{"content":"Two pictures."}`
+
+// pixelPNG is a 1x1 PNG.
+const pixelPNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+
+// pictureTool returns the image its arguments name, with ui hints
+// saying it is one.
+func pictureTool() host.Tool {
+	type in struct {
+		Src string `json:"src"`
+	}
+	return host.Func("app:picture", "A picture.", func(_ context.Context, a in) (map[string]any, error) {
+		return map[string]any{"src": a.Src, "alt": "a picture"}, nil
+	}, host.WithUI(map[string]string{"kind": "image", "src": "/src", "alt": "/alt"}))
+}
+
 func hash(tok string) string {
 	s := sha256.Sum256([]byte(tok))
 	return hex.EncodeToString(s[:])
@@ -71,6 +90,10 @@ func newFixture(t testing.TB, dbPath string, tools ...host.Tool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pictureProf, err := profile.Parse([]byte(`{"id":"picture","name":"Picture","tool_ids_inventory":["app:picture"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	f := &fixture{store: st, path: dbPath, hosts: map[string]*host.Host{}}
 	tenants := map[string]*serve.Tenant{}
 	for _, name := range []string{"acme", "beta"} {
@@ -79,11 +102,14 @@ func newFixture(t testing.TB, dbPath string, tools ...host.Tool) *fixture {
 			t.Fatal(err)
 		}
 		f.hosts[name] = h
-		tenants[name] = &serve.Tenant{Name: name, Host: h, Profiles: map[string]*profile.Profile{"counter": prof, "rows": rowsProf},
+		tenants[name] = &serve.Tenant{Name: name, Host: h, Profiles: map[string]*profile.Profile{"counter": prof, "rows": rowsProf, "picture": pictureProf},
 			Provider: func(pr *profile.Profile) (llm.Provider, string, error) {
 				text := transcript
-				if pr.ID == "rows" {
+				switch pr.ID {
+				case "rows":
 					text = rowsTranscript
+				case "picture":
+					text = pictureTranscript
 				}
 				p, err := llm.ParseReplay([]byte(text))
 				return p, "replay", err
@@ -94,6 +120,8 @@ func newFixture(t testing.TB, dbPath string, tools ...host.Tool) *fixture {
 		{SHA256: hash("beta-token"), Tenant: "beta", Scopes: []string{"call", "sessions"}},
 		{SHA256: hash("acme-call-only"), Tenant: "acme", Scopes: []string{"call"}},
 		{SHA256: hash("admin-token"), Tenant: "acme", Scopes: []string{"admin"}},
+		{SHA256: hash("beta-admin-token"), Tenant: "beta", Scopes: []string{"admin"}},
+		{SHA256: hash("operator-token"), Scopes: []string{"operator"}},
 	})
 	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, MaxBody: 64 << 10, MaxConcurrent: fixtureMaxConcurrent})
 	if err != nil {
@@ -255,9 +283,6 @@ func TestAgentRun(t *testing.T) {
 	if status, _ := f.do(t, "POST", "/v1/sessions/thread-1/messages", "beta-token", "application/json", `{"content":"hi"}`); status != 404 {
 		t.Errorf("beta posts to acme's session: %d", status)
 	}
-	if status, _ := f.do(t, "POST", "/v1/agents/counter/runs", "beta-token", "application/json", in); status != 404 {
-		t.Errorf("beta runs on acme's thread: %d", status)
-	}
 	// A second turn in the same session sends the history to the model.
 	status, body = f.do(t, "POST", "/v1/sessions/thread-1/messages", "acme-token", "application/json", `{"content":"And again?"}`)
 	if status != 200 || !strings.Contains(body, "RUN_FINISHED") {
@@ -355,7 +380,7 @@ func TestAGUIClient(t *testing.T) {
 	if len(got.Events) == 0 || got.Events[0] != "RUN_STARTED" || got.Events[len(got.Events)-1] != "RUN_FINISHED" {
 		t.Fatalf("events %v", got.Events)
 	}
-	if len(got.Results) != 1 || got.Results[0].ToolCallID != "c1" || !strings.Contains(got.Results[0].Content, `"words":3`) {
+	if len(got.Results) != 1 || !strings.HasPrefix(got.Results[0].ToolCallID, "call_") || !strings.Contains(got.Results[0].Content, `"words":3`) {
 		t.Fatalf("tool results %+v", got.Results)
 	}
 	last := got.Messages[len(got.Messages)-1]
@@ -401,7 +426,7 @@ func TestConsole(t *testing.T) {
 		}
 		t.Skip("chromium is not installed")
 	}
-	f := newFixture(t, filepath.Join(t.TempDir(), "db"), rowsTool())
+	f := newFixture(t, filepath.Join(t.TempDir(), "db"), rowsTool(), pictureTool())
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
@@ -431,13 +456,48 @@ func TestConsole(t *testing.T) {
 			t.Errorf("the catalogue lacks %s", want)
 		}
 	}
-	step("open a run", chromedp.Navigate(f.srv.URL+"/?run#token=acme-token&run=rows&message=Show%20rows"))
+	// A link pre-fills the run form and starts nothing: the run waits for
+	// a click.
+	step("open a run link", chromedp.Navigate(f.srv.URL+"/?run#token=acme-token&run=rows&message=Show%20rows"))
+	step("wait for the profiles", chromedp.WaitReady(`#profile option[value="rows"]`))
+	value := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Value(sel))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return v
+	}
+	if got := value("#message"); got != "Show rows" {
+		t.Fatalf("the link did not pre-fill the message: %q", got)
+	}
+	step("wait for the form", chromedp.WaitReady(`#run-form[data-ready]`))
+	if got := value("#profile"); got != "rows" {
+		t.Errorf("the link did not pre-fill the profile: %q", got)
+	}
+	if run := html("#stream"); strings.Contains(run, "data-event") {
+		t.Fatalf("the link started a run:\n%s", run)
+	}
+	if _, body := f.do(t, "GET", "/metrics", "operator-token", "", ""); strings.Contains(body, "/runs") {
+		t.Fatalf("the link sent a run to the server")
+	}
+	step("click Run", chromedp.Click(`#run-form button`))
 	step("wait for its end", chromedp.WaitVisible(`[data-event="RUN_FINISHED"]`))
 	run := html("#stream")
 	for _, want := range []string{`data-event="TOOL_CALL_RESULT"`, `class="ui-table"`, "<td>apple</td>", "<td>pear</td>", "Here are the rows.", "finished: done"} {
 		if !strings.Contains(run, want) {
 			t.Errorf("the run lacks %s:\n%s", want, run)
 		}
+	}
+	// Images come only from the server or the result itself (data:): one
+	// on another host is shown as its ui_schema, never loaded.
+	step("open the picture run", chromedp.Navigate(f.srv.URL+"/?picture#token=acme-token&run=picture&message=Pictures"))
+	step("wait for the picture form", chromedp.WaitReady(`#run-form[data-ready]`))
+	step("click Run", chromedp.Click(`#run-form button`))
+	step("wait for the pictures", chromedp.WaitVisible(`[data-event="RUN_FINISHED"]`))
+	pics := html("#stream")
+	if strings.Count(pics, "<img") != 1 || !strings.Contains(pics, `<img src="data:image/png`) {
+		t.Errorf("want only the data: image shown:\n%s", pics)
 	}
 	if status, body := f.do(t, "GET", "/", "", "", ""); status != 200 || !strings.Contains(body, "agenthost console") {
 		t.Errorf("GET /: %d", status)

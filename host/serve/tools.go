@@ -100,13 +100,9 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", err.Error())
 		return
 	}
-	code := ""
-	if env.Error != nil {
-		code = string(env.Error.Code)
-	}
-	s.metrics.call(c.p.Tenant, env.ToolID, string(env.Status), code, env.DurationMs/1000)
+	s.metrics.call(c, env)
 	status := http.StatusOK
-	if code == string(abi.CodeUnknownTool) {
+	if env.Error != nil && env.Error.Code == abi.CodeUnknownTool {
 		status = http.StatusNotFound
 	}
 	writeJSON(w, status, env)
@@ -123,11 +119,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	turn := c.tenant.Host.Exec(r.Context(), req.Output)
 	for _, env := range turn.Results {
-		code := ""
-		if env.Error != nil {
-			code = string(env.Error.Code)
-		}
-		s.metrics.call(c.p.Tenant, env.ToolID, string(env.Status), code, env.DurationMs/1000)
+		s.metrics.call(c, env)
 	}
 	writeJSON(w, http.StatusOK, turn)
 }
@@ -158,5 +150,5 @@ func (s *Server) mcpHandler(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request, c *call) {
-	s.metrics.handler().ServeHTTP(w, r)
+	s.metrics.handler(c.p).ServeHTTP(w, r)
 }

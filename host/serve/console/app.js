@@ -25,11 +25,12 @@ async function api(method, path, body) {
   if (!res.ok) throw new Error(res.status + " " + res.statusText);
   return res;
 }
+// show shows a view and returns the promise of its data.
 function show(view) {
   for (const s of document.querySelectorAll("main section")) s.hidden = s.id !== view;
-  if (view === "catalogue") loadCatalogue();
-  if (view === "sessions") loadProfiles();
-  if (view === "audit") loadAudit();
+  if (view === "catalogue") return loadCatalogue();
+  if (view === "sessions") return loadProfiles();
+  if (view === "audit") return loadAudit();
 }
 
 // Catalogue: each tool with what the policy granted, denied and flags.
@@ -117,6 +118,15 @@ async function loadProfiles() {
   } catch (e) { status(e.message); }
 }
 
+// ownImage: an image of this server or carried in the result (a raster
+// data: URL). One on another host is never loaded: it would tell that
+// host who reads the result, and when (the CSP says the same).
+function ownImage(src) {
+  if (typeof src !== "string") return false;
+  if (/^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]*$/.test(src)) return true;
+  try { return new URL(src, location.href).origin === location.origin; } catch { return false; }
+}
+
 function renderUI(ui) {
   if (!ui) return null;
   const box = el("div", { class: "ui ui-" + ui.kind });
@@ -133,7 +143,7 @@ function renderUI(ui) {
     box.append(dl);
   } else if (ui.kind === "code") {
     box.append(el("pre", { class: "ui-code" }, typeof ui.text === "string" ? ui.text : JSON.stringify(ui.text, null, 2)));
-  } else if (ui.kind === "image" && typeof ui.src === "string" && /^(https?:|data:image\/)/.test(ui.src)) {
+  } else if (ui.kind === "image" && ownImage(ui.src)) {
     box.append(el("img", { src: ui.src, alt: ui.alt || "" }));
   } else {
     box.append(el("pre", {}, JSON.stringify(ui, null, 2)));
@@ -204,15 +214,23 @@ document.getElementById("run-form").onsubmit = (ev) => {
   run(document.getElementById("profile").value, document.getElementById("thread").value, document.getElementById("message").value);
 };
 
-// Deep links: #token=…&view=…&run=PROFILE&message=…
+// Deep links: #token=…&view=…&run=PROFILE&thread=…&message=… A run link
+// fills in the run form and stops there: a run (the model's and the
+// tools' work, on the user's token) starts only when the user clicks Run.
 (async () => {
   const p = params();
+  const form = document.getElementById("run-form");
   if (p.get("token")) { state.token = p.get("token"); sessionStorage.setItem("agenthost-token", state.token); }
-  if (!state.token) { status("Enter a token."); return; }
+  if (!state.token) { status("Enter a token."); form.dataset.ready = ""; return; }
   const view = p.get("view") || (p.get("run") ? "sessions" : "catalogue");
-  show(view);
   if (p.get("run")) {
-    await loadProfiles();
-    await run(p.get("run"), p.get("thread") || "", p.get("message") || "hello");
+    document.getElementById("thread").value = p.get("thread") || "";
+    document.getElementById("message").value = p.get("message") || "";
   }
+  await show(view);
+  if (p.get("run")) {
+    document.getElementById("profile").value = p.get("run");
+    status("Check the message, then click Run.");
+  }
+  form.dataset.ready = "";
 })();
