@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"sort"
@@ -49,6 +50,7 @@ type prepared struct {
 	tool    *manifest.Tool
 	grant   *policy.Grant
 	script  string
+	code    []byte // the script's bytes, checked at Prepare (verified.go)
 	toolDir string
 	interp  *interpreter
 	deps    *deps
@@ -73,6 +75,11 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		return runner.Result{}, fmt.Errorf("script %s: create $TMP: %w", p.tool.ToolID, err)
 	}
 	defer os.RemoveAll(tmp)
+	staged, err := p.stage(base)
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("script %s: %w", p.tool.ToolID, err)
+	}
+	defer os.RemoveAll(staged)
 
 	var uid uint32
 	if p.r.uids != nil {
@@ -95,6 +102,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	logs := limitio.NewLines(limitio.DefaultLogBytes)
 	logs.Add("isolation: " + p.isolationSummary())
 	rules, widenings := fileRules(p.grant, tmp)
+	rules = append(rules, isolate.Rule{Path: staged, Access: isolate.Read})
 	for _, w := range widenings {
 		logs.Add("isolation: " + w.String())
 	}
@@ -107,7 +115,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 
 	cfg := &isolate.Config{
 		Path:   p.exe(),
-		Args:   p.args(),
+		Args:   p.args(filepath.Join(staged, filepath.Base(p.script))),
 		Env:    p.env(tmp, req.Env),
 		Dir:    tmp,
 		Stdin:  bytes.NewReader(req.Input),
@@ -168,6 +176,8 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	if res.Logs == nil {
 		res.Logs = []string{}
 	}
+	// Paths in the staged copy read as the script's own.
+	res.Rewrite(strings.NewReplacer(staged, filepath.Dir(p.script)))
 	p.hidePaths(tmp, &res)
 	return res, nil
 }
@@ -314,19 +324,20 @@ func (p *prepared) rlimits(l policy.Limits) isolate.Limits {
 	}
 }
 
-// args is the interpreter's argv after the program.
+// args is the interpreter's argv after the program, which runs script
+// (the staged copy, verified.go).
 //
 // Node gets no --max-old-space-size: measured here, the flag alone costs
 // node 8-10 ms of CPU at start-up (a quarter of an echo call), and
 // RLIMIT_DATA already stops the heap, with V8's "heap out of memory"
 // report that maps to MEMORY_LIMIT.
-func (p *prepared) args() []string {
+func (p *prepared) args(script string) []string {
 	switch p.interp.lang {
 	case LangPython:
 		// -B: the tool folder is read-only, do not try to write .pyc.
-		return []string{"-B", p.script}
+		return []string{"-B", script}
 	}
-	return []string{p.script}
+	return []string{script}
 }
 
 // exe is the program to start: the venv's interpreter when there is one.

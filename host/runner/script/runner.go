@@ -169,7 +169,11 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if err != nil {
 		return nil, fail(abi.CodeLoadError, "%s", err)
 	}
-	p := &prepared{r: r, tool: tool, grant: grant, script: script, toolDir: toolDir, interp: in, missing: missing}
+	code, err := verifiedScript(tool, script)
+	if err != nil {
+		return nil, fail(abi.CodeLoadError, "%s", err)
+	}
+	p := &prepared{r: r, tool: tool, grant: grant, script: script, code: code, toolDir: toolDir, interp: in, missing: missing}
 	d, err := r.installDeps(ctx, tool.ToolID, toolDir, tool.Handler.Language, in)
 	if err != nil {
 		// A failed install (remembered per digest, see installDeps) is a
