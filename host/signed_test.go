@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,6 +147,69 @@ func TestRequireSignatureRelativeDir(t *testing.T) {
 				t.Fatalf("signed folder %q: %+v", tc.dir, env.Error)
 			case tc.want != "" && (env.Error == nil || env.Error.Code != "LOAD_ERROR" || !strings.Contains(env.Error.Message, tc.want)):
 				t.Fatalf("folder %q: got %+v, want a LOAD_ERROR containing %q", tc.dir, env.Error, tc.want)
+			}
+		})
+	}
+}
+
+// TestRequireSignatureScriptEditedAfterLoad: under requireSignature a
+// script tool whose file is edited after the signed folder loaded never
+// runs the edit: a call before the edit and every call after it run the
+// signed script (or fail with a LOAD_ERROR), whether the tool had been
+// prepared before the edit or not.
+func TestRequireSignatureScriptEditedAfterLoad(t *testing.T) {
+	for _, prog := range []string{"python3", "node"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			t.Skipf("%s not installed", prog)
+		}
+	}
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	sshPub, _ := ssh.NewPublicKey(pub)
+	line := "reviewer@example.com " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
+	doc, _ := json.Marshal(map[string]any{"requireSignature": true, "trustedKeys": []string{line},
+		"isolation": map[string]any{"allowDegraded": true}})
+	pol := hosttest.Policy(t, string(doc))
+	dir := copyDir(t, filepath.Join(hosttest.Toolpacks(t), "scripts"))
+	if _, err := toolpack.Sign(dir, signer); err != nil {
+		t.Fatal(err)
+	}
+	h := hosttest.NewHost(t, pol, dir)
+	ctx := context.Background()
+
+	tests := []struct {
+		name, tool, file, args, edited string
+		callFirst                      bool
+	}{
+		{"prepared, then edited", "py:markdown-outline", "markdown_outline.py", `{"markdown":"# Signed"}`,
+			"import sys\nsys.stdout.write('{\"headings\":[],\"count\":0,\"toc\":\"EDITED\"}')\n", true},
+		{"edited before the first call", "node:semver-compare", "semver_compare.js", `{"a":"1.0.0","b":"2.0.0"}`,
+			"process.stdout.write('{\"EDITED\":true}');\n", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var before string
+			if tc.callFirst {
+				env := h.Call(ctx, tc.tool, json.RawMessage(tc.args))
+				if env.Error != nil {
+					t.Fatalf("signed script: %+v", env.Error)
+				}
+				before = string(env.Output)
+			}
+			if err := os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.edited), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				env := h.Call(ctx, tc.tool, json.RawMessage(tc.args))
+				if strings.Contains(string(env.Output), "EDITED") {
+					t.Fatalf("the edited script ran: %s", env.Output)
+				}
+				if env.Error != nil && env.Error.Code != "LOAD_ERROR" {
+					t.Fatalf("after the edit: %+v, want the signed script's answer or a LOAD_ERROR", env.Error)
+				}
+				if env.Error == nil && tc.callFirst && string(env.Output) != before {
+					t.Fatalf("after the edit: %s, want the signed script's %s", env.Output, before)
+				}
 			}
 		})
 	}
