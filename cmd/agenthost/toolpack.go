@@ -88,7 +88,7 @@ func verifyCommand() command {
 		name: "verify", usage: "verify DIR|NAME.tar.gz [--trusted FILE] [--json]",
 		summary: "check a toolpack's signature against trusted keys and its files against the signed index (exit 1 when it fails)",
 		flags: func(fs *flag.FlagSet, e *env) {
-			fs.StringVar(&e.trusted, "trusted", "", "an allowed-signers `FILE` (default: the policy's trustedKeys)")
+			fs.StringVar(&e.trusted, "trusted", "", "a `FILE` of trusted keys: a .pub file or an allowed-signers list (default: the policy's trustedKeys)")
 			fs.BoolVar(&e.asJSON, "json", false, `print {"ok", "principal", "fingerprint", "files"} or {"ok", "reason", "detail"}`)
 		},
 		run: runVerify,

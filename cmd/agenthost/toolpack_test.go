@@ -11,6 +11,7 @@ import (
 	"log"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -150,5 +151,68 @@ func TestPushPullCLI(t *testing.T) {
 	}
 	if code, out := cli("verify", dest); code != 0 || !strings.Contains(out, "signed by reviewer") {
 		t.Fatalf("verify the pulled folder: %d %s", code, out)
+	}
+}
+
+// sshKeygen makes an ed25519 key pair with the real ssh-keygen; it
+// returns the private key's path (the public key is at path + ".pub").
+func sshKeygen(t *testing.T, name string) string {
+	t.Helper()
+	kg, err := exec.LookPath("ssh-keygen")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ssh-keygen is missing (.ci/run installs openssh-client)")
+		}
+		t.Skip("ssh-keygen is not installed")
+	}
+	p := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command(kg, "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", p).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	return p
+}
+
+// TestTrustPlainKeys trusts keys as people have them: verify --trusted
+// a .pub file made by ssh-keygen, and a policy whose trustedKeys hold a
+// public-key line or the path of a .pub file loads the signed pack.
+func TestTrustPlainKeys(t *testing.T) {
+	key := sshKeygen(t, "alice@laptop")
+	pubLine, _ := os.ReadFile(key + ".pub")
+	other := sshKeygen(t, "mallory")
+	tmp := t.TempDir()
+	pack := filepath.Join(tmp, "core")
+	copyFiles(t, "core", pack, "echo.tool.json", "echo.wasm")
+	cli := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	if code, out := cli("sign", pack, "--key", key); code != 0 {
+		t.Fatalf("sign: %d %s", code, out)
+	}
+	os.WriteFile(filepath.Join(tmp, "alice.pub"), pubLine, 0o644)
+	for _, tc := range []struct {
+		name, trusted string // trusted: a policy's trustedKeys entry
+		code          int
+		want          string
+	}{
+		{"a public-key line", strings.TrimSpace(string(pubLine)), 0, `"z": 1`},
+		{"a .pub file next to the policy", "alice.pub", 0, `"z": 1`},
+		{"another key's .pub file", other + ".pub", 1, "untrusted key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			quoted, _ := json.Marshal(tc.trusted)
+			policy := filepath.Join(tmp, "policy.json")
+			os.WriteFile(policy, []byte(`{"requireSignature": true, "trustedKeys": [`+string(quoted)+`]}`), 0o644)
+			if code, out := cli("--policy", policy, "--cache-dir", filepath.Join(tmp, "cache"), "--dir", pack, "invoke", "core:echo", `{"z":1}`); code != tc.code || !strings.Contains(out, tc.want) {
+				t.Fatalf("%d %s", code, out)
+			}
+		})
+	}
+	if code, out := cli("verify", pack, "--trusted", key+".pub"); code != 0 || !strings.Contains(out, "signed by alice@laptop") {
+		t.Fatalf("verify --trusted KEY.pub: %d %s", code, out)
+	}
+	if code, out := cli("verify", pack, "--trusted", other+".pub"); code != 1 || !strings.Contains(out, "untrusted key") {
+		t.Fatalf("verify --trusted OTHER.pub: %d %s", code, out)
 	}
 }

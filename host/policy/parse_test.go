@@ -157,7 +157,7 @@ func TestParse_errors(t *testing.T) {
 		{"per-tool fuel looser", "p.yaml", "limits: {max: {fuel: 100}}\ntools: {\"a:b\": {limits: {max: {fuel: 1000}}}}\n", []string{"/tools/a:b/limits/max/fuel"}},
 		{"per-tool default above own max", "p.yaml", "tools: {\"a:b\": {limits: {default: {timeoutMs: 5000}, max: {timeoutMs: 1000}}}}\n", []string{"/tools/a:b/limits/default/timeoutMs: 5000 exceeds the maximum 1000"}},
 		{"requireSignature without keys", "p.yaml", "requireSignature: true\n", []string{"/requireSignature: requireSignature needs trustedKeys"}},
-		{"trustedKeys not a signer line", "p.yaml", "trustedKeys: [\"ed25519:abc\"]\n", []string{"/trustedKeys: allowed signer 1"}},
+		{"trustedKeys not a signer line", "p.yaml", "trustedKeys: [\"ed25519:abc\"]\n", []string{"/trustedKeys: trusted key 1: \"ed25519:abc\" is not a key line"}},
 		{"trustedKeys unenforced option", "p.yaml", "trustedKeys: [\"alice cert-authority ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIh1ZpHKmWuT8NDW6Ijvpk3vHw+RzbUrq4Hxf9n1UVRh\"]\n", []string{"/trustedKeys", "cert-authority"}},
 		{"tilde", "p.yaml", "workspace: ~/work\n", []string{"/workspace", "not expanded"}},
 		{"two problems", "p.yaml", "env: [\"1X\"]\npool: {memoryMb: -1}\n", []string{"/env/0", "/pool/memoryMb"}},

@@ -58,10 +58,13 @@ type Policy struct {
 	// whose files are exactly the signed ones; the tools of any other
 	// folder are LOAD_ERRORs naming the reason. It needs TrustedKeys.
 	RequireSignature bool `json:"requireSignature,omitempty"`
-	// TrustedKeys is an allowed-signers list, one line per key, in the
-	// format of ssh-keygen's ALLOWED SIGNERS ("principals [options]
-	// keytype key"); the options namespaces, valid-after and valid-before
-	// are enforced, any other is an error.
+	// TrustedKeys are the keys toolpacks may be signed with: each entry a
+	// public-key line ("keytype key [comment]", trusted for toolpacks
+	// only), a line of ssh-keygen's ALLOWED SIGNERS ("principals
+	// [options] keytype key"; the options namespaces, valid-after and
+	// valid-before are enforced, any other is an error), or, without a
+	// space, the path of a .pub or allowed-signers file (relative to the
+	// policy file).
 	TrustedKeys []string `json:"trustedKeys,omitempty"`
 	signers     []toolpack.Signer
 	// MCPServers are MCP servers whose tools the host imports as

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agenthost/agenthost/host/toolpack"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -96,7 +97,7 @@ func (p *Policy) Validate() error {
 		v.add("/pool/memoryMb", "must be 0 (no pools) or more")
 	}
 	if len(p.TrustedKeys) > 0 {
-		s, err := toolpack.ParseAllowedSigners(p.TrustedKeys)
+		s, err := toolpack.ParseTrusted(p.TrustedKeys, filepath.Dir(p.source))
 		if err != nil {
 			v.add("/trustedKeys", "%s", err.Error())
 		}
@@ -104,7 +105,7 @@ func (p *Policy) Validate() error {
 	}
 	v.mcpServers(p)
 	if p.RequireSignature && len(p.signers) == 0 {
-		v.add("/requireSignature", "requireSignature needs trustedKeys: allowed-signers lines such as \"alice@example.com ssh-ed25519 AAAA…\"")
+		v.add("/requireSignature", "requireSignature needs trustedKeys: public-key lines (\"ssh-ed25519 AAAA… alice\"), allowed-signers lines (\"alice@example.com ssh-ed25519 AAAA…\") or the paths of such files")
 	}
 	ids := make([]string, 0, len(p.Tools))
 	for id := range p.Tools {

@@ -2,6 +2,7 @@ package toolpack
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -19,7 +20,13 @@ import (
 // and the options this host enforces: namespaces="…" (the signature's
 // namespace must be listed), valid-after and valid-before (checked
 // against the time of verification). cert-authority and any other option
-// are rejected when the list is read, never ignored.
+// are rejected when the list is read, never ignored, and so is an option
+// given twice (as ssh-keygen does).
+//
+// A plain public-key line ("ssh-ed25519 AAAA… comment", as in
+// ~/.ssh/*.pub) is a Signer too: its key is trusted for the toolpack
+// namespace only, and its principal is its comment (or, without one, its
+// fingerprint).
 type Signer struct {
 	Principals  []string
 	Key         ssh.PublicKey
@@ -28,8 +35,8 @@ type Signer struct {
 	ValidBefore time.Time
 }
 
-// ParseAllowedSigners parses allowed-signers lines ('#' comments and
-// blank lines skipped).
+// ParseAllowedSigners parses allowed-signers lines and plain public-key
+// lines ('#' comments and blank lines skipped).
 func ParseAllowedSigners(lines []string) ([]Signer, error) {
 	var out []Signer
 	for i, line := range lines {
@@ -46,19 +53,111 @@ func ParseAllowedSigners(lines []string) ([]Signer, error) {
 	return out, nil
 }
 
-// ReadAllowedSigners reads an allowed-signers file.
+// ReadAllowedSigners reads an allowed-signers file or a public-key file
+// (a .pub file; one key per line).
 func ReadAllowedSigners(path string) ([]Signer, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("allowed signers: %w", err)
 	}
-	return ParseAllowedSigners(strings.Split(string(b), "\n"))
+	s, err := ParseAllowedSigners(strings.Split(string(b), "\n"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// ParseTrusted reads a list of trusted keys whose entries are each an
+// allowed-signers line, a plain public-key line, or (an entry without
+// white space) the path of an allowed-signers or .pub file, relative to
+// base when not absolute.
+func ParseTrusted(entries []string, base string) ([]Signer, error) {
+	var out []Signer
+	for i, e := range entries {
+		e = strings.TrimSpace(e)
+		if e == "" || strings.HasPrefix(e, "#") {
+			continue
+		}
+		if strings.ContainsAny(e, " \t") {
+			s, err := parseSignerLine(e)
+			if err != nil {
+				return nil, fmt.Errorf("trusted key %d: %w", i+1, err)
+			}
+			out = append(out, s)
+			continue
+		}
+		p := e
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("trusted key %d: %q is not a key line (it has no space) nor a file: %w", i+1, e, err)
+		}
+		s, err := ParseAllowedSigners(strings.Split(string(b), "\n"))
+		if err != nil {
+			return nil, fmt.Errorf("trusted key %d: %s: %w", i+1, p, err)
+		}
+		if len(s) == 0 {
+			return nil, fmt.Errorf("trusted key %d: %s holds no key", i+1, p)
+		}
+		out = append(out, s...)
+	}
+	return out, nil
+}
+
+// plainKey reads a public-key line "keytype base64 [comment]": ok is
+// false when the line does not start with a key type, err says why a
+// line that does holds no key.
+func plainKey(line string) (s Signer, ok bool, err error) {
+	f := strings.Fields(line)
+	if len(f) < 2 || !keyTypes[f[0]] {
+		return Signer{}, false, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(f[1])
+	if err != nil {
+		return Signer{}, true, fmt.Errorf("key: %q is not base64", f[1])
+	}
+	key, err := ssh.ParsePublicKey(raw)
+	if err != nil {
+		return Signer{}, true, fmt.Errorf("key: %w", err)
+	}
+	if key.Type() != f[0] {
+		return Signer{}, true, fmt.Errorf("key: the line says %s and the key is %s", f[0], key.Type())
+	}
+	who := strings.Join(f[2:], " ")
+	if who == "" {
+		who = ssh.FingerprintSHA256(key)
+	}
+	return Signer{Principals: []string{who}, Key: key, Namespaces: []string{Namespace}}, true, nil
+}
+
+// keyTypes are the SSH public-key algorithms that start a .pub line.
+var keyTypes = map[string]bool{
+	ssh.KeyAlgoED25519: true, ssh.KeyAlgoRSA: true,
+	ssh.KeyAlgoECDSA256: true, ssh.KeyAlgoECDSA384: true, ssh.KeyAlgoECDSA521: true,
+	ssh.KeyAlgoSKED25519: true, ssh.KeyAlgoSKECDSA256: true,
 }
 
 func parseSignerLine(line string) (Signer, error) {
+	s, plain, perr := plainKey(line)
+	if plain && perr == nil {
+		return s, nil
+	}
+	s, err := parseAllowedLine(line)
+	if err != nil && perr != nil {
+		// A line starting with a key type that is no allowed-signers
+		// line either: the key is what is wrong.
+		return Signer{}, perr
+	}
+	return s, err
+}
+
+// parseAllowedLine reads "principals [options] keytype key [comment]".
+func parseAllowedLine(line string) (Signer, error) {
 	principals, rest, ok := strings.Cut(line, " ")
 	if !ok || principals == "" {
-		return Signer{}, errors.New("want: principals [options] keytype key")
+		return Signer{}, errors.New("want: principals [options] keytype key, or keytype key [comment]")
 	}
 	s := Signer{Principals: strings.Split(principals, ",")}
 	rest = strings.TrimSpace(rest)
@@ -68,10 +167,17 @@ func parseSignerLine(line string) (Signer, error) {
 		if err != nil {
 			return Signer{}, err
 		}
+		seen := map[string]bool{}
 		for _, o := range opts {
 			name, val, _ := strings.Cut(o, "=")
 			val = strings.Trim(val, `"`)
-			switch strings.ToLower(name) {
+			lname := strings.ToLower(name)
+			if seen[lname] {
+				// ssh-keygen refuses the line: which one would hold?
+				return Signer{}, fmt.Errorf("option %q is given more than once", lname)
+			}
+			seen[lname] = true
+			switch lname {
 			case "namespaces":
 				s.Namespaces = strings.Split(val, ",")
 			case "valid-after":

@@ -260,3 +260,112 @@ func TestPackReproducible(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowedSignersLikeOpenSSH reads allowed-signers lines as
+// `ssh-keygen -Y verify` does: a line it refuses (an option given twice)
+// is refused here too, and one it accepts is accepted.
+func TestAllowedSignersLikeOpenSSH(t *testing.T) {
+	kg := needSSHKeygen(t)
+	key, pub := newKey(t, kg, "alice")
+	msg := filepath.Join(t.TempDir(), "msg")
+	os.WriteFile(msg, []byte("signed\n"), 0o644)
+	if out, err := exec.Command(kg, "-Y", "sign", "-n", toolpack.Namespace, "-f", key, msg).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen sign: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		name, line string
+		ok         bool
+	}{
+		{"one namespaces", `alice namespaces="agenthost-toolpack" ` + pub, true},
+		{"two namespaces", `alice namespaces="agenthost-toolpack",namespaces="git" ` + pub, false},
+		{"two namespaces, other case", `alice namespaces="git",NAMESPACES="agenthost-toolpack" ` + pub, false},
+		{"two valid-after", `alice valid-after="20200101",valid-after="20210101" ` + pub, false},
+		{"two valid-before", `alice valid-before="29990101",valid-before="29980101" ` + pub, false},
+		{"valid-after and valid-before", `alice valid-after="20200101",valid-before="29990101" ` + pub, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			allowed := filepath.Join(t.TempDir(), "allowed")
+			os.WriteFile(allowed, []byte(tc.line+"\n"), 0o644)
+			cmd := exec.Command(kg, "-Y", "verify", "-f", allowed, "-I", "alice", "-n", toolpack.Namespace, "-s", msg+".sig")
+			cmd.Stdin = strings.NewReader("signed\n")
+			out, err := cmd.CombinedOutput()
+			if (err == nil) != tc.ok {
+				t.Fatalf("ssh-keygen: %v %s (the test expects ok=%v)", err, out, tc.ok)
+			}
+			_, perr := toolpack.ReadAllowedSigners(allowed)
+			if (perr == nil) != tc.ok {
+				t.Fatalf("ssh-keygen says ok=%v; this host: %v", tc.ok, perr)
+			}
+			if perr != nil && !strings.Contains(perr.Error(), "more than once") {
+				t.Fatalf("unclear: %v", perr)
+			}
+		})
+	}
+}
+
+// TestPlainKeys trusts what people have: a public-key line as in
+// ~/.ssh/*.pub, a .pub file, an allowed-signers file, as trustedKeys
+// entries; a plain key is trusted for the toolpack namespace only.
+func TestPlainKeys(t *testing.T) {
+	kg := needSSHKeygen(t)
+	key, pub := newKey(t, kg, "alice@laptop")
+	_, bobPub := newKey(t, kg, "bob")
+	signer, _ := toolpack.LoadPrivateKey(key)
+	dir := newPack(t)
+	if _, err := toolpack.Sign(dir, signer); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	os.WriteFile(filepath.Join(base, "alice.pub"), []byte(pub+"\n"), 0o644)
+	os.MkdirAll(filepath.Join(base, "keys"), 0o755)
+	os.WriteFile(filepath.Join(base, "keys", "allowed_signers"), []byte("# team\nalice@example.com "+pub+"\n"), 0o644)
+	fields := strings.Fields(pub)
+	for _, tc := range []struct {
+		name      string
+		entries   []string
+		principal string
+	}{
+		{"a .pub line", []string{pub}, "alice@laptop"},
+		{"a .pub line without comment", []string{fields[0] + " " + fields[1]}, "SHA256:"},
+		{"a .pub file", []string{"alice.pub"}, "alice@laptop"},
+		{"an allowed-signers file", []string{"keys/allowed_signers"}, "alice@example.com"},
+		{"an absolute .pub file", []string{filepath.Join(base, "alice.pub")}, "alice@laptop"},
+		{"among others", []string{bobPub, "bob@x " + bobPub, pub}, "alice@laptop"},
+		{"a principal named like a key type", []string{"ssh-ed25519 " + pub}, "ssh-ed25519"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			trusted, err := toolpack.ParseTrusted(tc.entries, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := toolpack.Verify(dir, trusted, time.Now())
+			if err != nil || !strings.HasPrefix(v.Principal, tc.principal) {
+				t.Fatalf("%+v %v", v, err)
+			}
+		})
+	}
+	// A file of plain lines reads as an allowed-signers file does.
+	trusted, err := toolpack.ReadAllowedSigners(filepath.Join(base, "alice.pub"))
+	if err != nil || len(trusted) != 1 || len(trusted[0].Namespaces) != 1 || trusted[0].Namespaces[0] != toolpack.Namespace {
+		t.Fatalf("%+v %v", trusted, err)
+	}
+	// A plain key does not sign for another namespace.
+	other := newPack(t)
+	toolpack.WriteIndex(other)
+	exec.Command(kg, "-Y", "sign", "-n", "git", "-f", key, filepath.Join(other, toolpack.IndexFile)).Run()
+	if _, err := toolpack.Verify(other, trusted, time.Now()); err == nil {
+		t.Fatal("a plain key verified another namespace")
+	}
+	for _, tc := range []struct {
+		entries []string
+		want    string
+	}{
+		{[]string{"missing.pub"}, "missing.pub"},
+		{[]string{"ssh-ed25519 notbase64 alice"}, "key"},
+		{[]string{"ssh-rsa " + fields[1]}, "key"}, // the type says rsa, the key is ed25519
+	} {
+		if _, err := toolpack.ParseTrusted(tc.entries, base); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.entries, err, tc.want)
+		}
+	}
+}
