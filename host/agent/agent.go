@@ -14,6 +14,7 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -58,9 +59,14 @@ type Options struct {
 	// MaxIterations caps the model turns (default 20); reaching it ends
 	// the run with status partial.
 	MaxIterations int
-	// History is the conversation so far (user and assistant turns),
-	// sent between the system prompt and the task.
+	// History is the conversation so far (user messages, assistant turns
+	// with their tool calls, tool results), sent between the system
+	// prompt and the task. When it exceeds HistoryTokens its oldest turns
+	// are replaced by a summary.
 	History []llm.Message
+	// HistoryTokens is the budget of History in estimated tokens (about
+	// four characters each; default 8000).
+	HistoryTokens int
 	// Tools, when set, are the only tool IDs the model sees (others are
 	// unknown to it); nil means every tool the host lets a model call.
 	Tools []string
@@ -70,10 +76,14 @@ type Options struct {
 
 // Event is one step of a run, for progress output.
 type Event struct {
-	// Kind is "model" (a model turn; Text is its text), "tool_start" (a
-	// call begins: Tool, CallID, Args) or "tool" (it ended: Status,
-	// Duration and Step, its record).
+	// Kind is "delta" (a piece of the model's text as it streams),
+	// "model" (a model turn; Text is its whole text, Calls its tool calls
+	// under the host's IDs), "tool_start" (a call begins: Tool, CallID,
+	// Args) or "tool" (it ended: Status, Duration and Step, its record).
+	// CallIDs are the host's, unique per run; Tool is the name the model
+	// used.
 	Kind     string           `json:"kind"`
+	Calls    []llm.ToolCall   `json:"calls,omitempty"`
 	Text     string           `json:"text,omitempty"`
 	Tool     string           `json:"tool,omitempty"`
 	CallID   string           `json:"callId,omitempty"`
@@ -125,27 +135,44 @@ func Run(ctx context.Context, h *host.Host, task string, o Options) (Result, err
 	if o.MaxIterations <= 0 {
 		o.MaxIterations = DefaultMaxIterations
 	}
-	r := &run{h: h, o: o, res: Result{Steps: []ToolAgentOutput{}}}
+	if o.HistoryTokens <= 0 {
+		o.HistoryTokens = DefaultHistoryTokens
+	}
+	r := &run{h: h, o: o, res: Result{Steps: []ToolAgentOutput{}}, prefix: newRunPrefix()}
+	r.ec.name = r.modelName
 	if err := r.tools(); err != nil {
 		return Result{}, err
 	}
-	r.msgs = append([]llm.Message{{Role: llm.RoleSystem}}, o.History...)
+	r.msgs = append([]llm.Message{{Role: llm.RoleSystem}}, FitHistory(o.History, o.HistoryTokens)...)
 	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: task})
 	for r.res.Iterations < o.MaxIterations {
 		r.res.Iterations++
 		r.msgs[0].Content = r.system()
 		start := time.Now()
-		resp, err := o.Provider.Complete(ctx, llm.Request{Model: o.Model, Messages: r.msgs, Tools: r.defs})
+		req := llm.Request{Model: o.Model, Messages: r.msgs, Tools: r.defs}
+		if o.OnEvent != nil {
+			req.OnDelta = func(text string) { r.event(Event{Kind: "delta", Text: text}) }
+		}
+		resp, err := o.Provider.Complete(ctx, req)
 		if err != nil {
 			r.res.Status, r.res.Error = "failed", err.Error()
 			return r.res, nil
 		}
-		r.event(Event{Kind: "model", Text: resp.Content, Duration: time.Since(start)})
+		// The host's call IDs are what clients, history and receipts see:
+		// a model's own may repeat across runs (a replay's call_1 always
+		// does). Its IDs are kept only to answer it.
+		hostIDs := make([]string, len(resp.ToolCalls))
+		calls := make([]llm.ToolCall, len(resp.ToolCalls))
+		for i, tc := range resp.ToolCalls {
+			hostIDs[i] = r.newCallID()
+			calls[i] = llm.ToolCall{ID: hostIDs[i], Name: tc.Name, Arguments: tc.Arguments}
+		}
+		r.event(Event{Kind: "model", Text: resp.Content, Calls: calls, Duration: time.Since(start)})
 		var done bool
 		if o.Mode == ModeAction {
 			done = r.actionTurn(ctx, resp)
 		} else {
-			done = r.nativeTurn(ctx, resp)
+			done = r.nativeTurn(ctx, resp, hostIDs)
 		}
 		if done {
 			r.res.Status = "done"
@@ -169,6 +196,43 @@ type run struct {
 	ec    execContext
 	// mu guards ec and res.Events while a turn's calls run in parallel.
 	mu sync.Mutex
+	// prefix and calls make the host's call IDs: unique per run.
+	prefix string
+	calls  int
+}
+
+// DefaultHistoryTokens is the history budget when Options.HistoryTokens
+// is 0.
+const DefaultHistoryTokens = 8000
+
+// newRunPrefix is a random prefix for a run's call IDs, so that two runs
+// (in one thread, or replaying one transcript) never share an ID.
+func newRunPrefix() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// newCallID is the host's ID of the run's next tool call: letters,
+// digits, '_' and '-' only, as every provider accepts.
+func (r *run) newCallID() string {
+	r.calls++
+	return fmt.Sprintf("call_%s_%d", r.prefix, r.calls)
+}
+
+// modelName is a tool's name as the model uses it: its wire name in
+// native and router modes, its ID in action mode (the ACTION protocol
+// names tools by ID).
+func (r *run) modelName(id string) string {
+	if r.o.Mode == ModeAction {
+		return id
+	}
+	if n, ok := r.table.Name(id); ok {
+		return n
+	}
+	return wire.Name(id)
 }
 
 // tools builds the tool set the model sees.
@@ -191,18 +255,26 @@ func (r *run) tools() error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	r.table = tab
-	if r.o.Mode == ModeRouter {
+	switch r.o.Mode {
+	case ModeRouter:
 		r.defs = []llm.ToolDef{routerDef(ids)}
+		return nil
+	case ModeAction:
+		// The catalogue goes in the system prompt: a request for a model
+		// without tool calling carries no tools field.
 		return nil
 	}
 	for _, id := range ids {
 		t := r.byID[id]
 		n, _ := tab.Name(id)
-		params := t.Parameters
-		if len(params) == 0 {
-			params = json.RawMessage(`{"type":"object"}`)
+		// The model sees the schema as the providers accept it; the host
+		// still validates the arguments against the manifest's own.
+		a := wire.Adapt(t.Parameters)
+		params, err := json.Marshal(a.Provider())
+		if err != nil {
+			return fmt.Errorf("agent: the schema of %s: %w", id, err)
 		}
-		r.defs = append(r.defs, llm.ToolDef{Name: n, Description: t.Description, Parameters: params})
+		r.defs = append(r.defs, llm.ToolDef{Name: n, Description: wire.Describe(t.Description, a.Note), Parameters: params, Strict: wire.Strict(a.Provider())})
 	}
 	return nil
 }
@@ -238,7 +310,7 @@ func (r *run) system() string {
 
 // nativeTurn handles a provider turn with tool calls; done when it has
 // none (its text is the answer).
-func (r *run) nativeTurn(ctx context.Context, resp llm.Response) bool {
+func (r *run) nativeTurn(ctx context.Context, resp llm.Response, hostIDs []string) bool {
 	if len(resp.ToolCalls) == 0 {
 		if strings.TrimSpace(resp.Content) == "" {
 			r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: "Your last turn was empty. Call a tool or give your final answer."})
@@ -260,10 +332,12 @@ func (r *run) nativeTurn(ctx context.Context, resp llm.Response) bool {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			hc := tc
+			hc.ID = hostIDs[i]
 			if r.o.Mode == ModeRouter {
-				outs[i], texts[i] = r.route(ctx, tc)
+				outs[i], texts[i] = r.route(ctx, hc)
 			} else {
-				outs[i], texts[i] = r.callTool(ctx, tc.ID, tc.Name, tc.Arguments)
+				outs[i], texts[i] = r.callTool(ctx, hc.ID, tc.Name, tc.Arguments)
 			}
 		}()
 	}
@@ -297,7 +371,7 @@ func (r *run) actionTurn(ctx context.Context, resp llm.Response) bool {
 	r.msgs = append(r.msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content})
 	for i, env := range turn.Results {
 		args, _ := json.Marshal(turn.Calls[i].Args)
-		out := stepOf(env.ToolID, fmt.Sprintf("action_%d_%d", r.res.Iterations, i+1), args, env)
+		out := stepOf(env.ToolID, r.newCallID(), args, env)
 		out.UIHints = uiHints(r.byID[env.ToolID], env)
 		r.event(Event{Kind: "tool_start", Tool: env.ToolID, CallID: out.ToolCallID, Args: args})
 		r.event(Event{Kind: "tool", Tool: env.ToolID, CallID: out.ToolCallID, Status: string(env.Status), Duration: time.Duration(env.DurationMs * float64(time.Millisecond)), Step: &out})
@@ -372,8 +446,7 @@ func (r *run) alternatives(id string) string {
 		}
 		for _, tg := range r.byID[oid].Tags {
 			if tags[tg] {
-				n, _ := r.table.Name(oid)
-				alts = append(alts, n)
+				alts = append(alts, r.modelName(oid))
 				break
 			}
 		}
@@ -398,6 +471,8 @@ type execContext struct {
 	failed       map[string]abi.Code            // tool + argument hash -> code
 	patterns     map[string]map[abi.Code]string // per tool: failure code -> what then worked
 	lastFailure  map[string]abi.Code            // per tool: its latest failure
+	// name maps a tool ID to the name the model knows it by.
+	name func(id string) string
 }
 
 func argsHash(id string, args json.RawMessage) string {
@@ -449,12 +524,16 @@ func (ec *execContext) summary() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Failed calls so far: %d (identical calls will not be run again).", len(ec.failed))
+	name := ec.name
+	if name == nil {
+		name = func(id string) string { return id }
+	}
 	for _, id := range sortedKeys(ec.lastFailure) {
-		fmt.Fprintf(&b, " %s last failed with %s.", id, ec.lastFailure[id])
+		fmt.Fprintf(&b, " %s last failed with %s.", name(id), ec.lastFailure[id])
 	}
 	for _, id := range sortedKeys(ec.patterns) {
 		for code, fix := range ec.patterns[id] {
-			fmt.Fprintf(&b, " %s: after %s it %s.", id, code, fix)
+			fmt.Fprintf(&b, " %s: after %s it %s.", name(id), code, fix)
 		}
 	}
 	return b.String()

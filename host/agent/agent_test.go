@@ -356,7 +356,8 @@ func TestParallelCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(res.Steps) != 2 || res.Steps[0].Status != "success" || res.Steps[1].Status != "success" ||
-		string(res.Steps[0].Result) != "1" || string(res.Steps[1].Result) != "2" || res.Steps[0].ToolCallID != "a" {
+		string(res.Steps[0].Result) != "1" || string(res.Steps[1].Result) != "2" ||
+		!strings.HasPrefix(res.Steps[0].ToolCallID, "call_") || res.Steps[0].ToolCallID == res.Steps[1].ToolCallID {
 		t.Fatalf("steps %+v", res.Steps)
 	}
 }

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -30,6 +28,9 @@ type AnthropicConfig struct {
 	MaxRetries int
 	RetryBase  time.Duration
 	Client     *http.Client
+	// Stream asks for a streamed answer (server-sent events): text
+	// deltas reach Request.OnDelta as they come.
+	Stream bool
 }
 
 // Anthropic is the Anthropic Messages provider.
@@ -75,8 +76,9 @@ type anMessage struct {
 	Content []anBlock `json:"content"`
 }
 
-// messages maps a conversation to Anthropic's shape: system text apart,
-// tool results as user messages of tool_result blocks.
+// anthropicMessages maps a conversation to Anthropic's shape: system text
+// apart, tool results as user messages of tool_result blocks, consecutive
+// messages of one role merged (the API wants them alternating).
 func anthropicMessages(msgs []Message) (string, []anMessage) {
 	var system []string
 	var out []anMessage
@@ -101,24 +103,27 @@ func anthropicMessages(msgs []Message) (string, []anMessage) {
 			}
 			for _, tc := range m.ToolCalls {
 				in := json.RawMessage(tc.Arguments)
-				if !json.Valid(in) {
-					in = json.RawMessage(`{}`)
+				var obj map[string]any
+				if json.Unmarshal(in, &obj) != nil || obj == nil {
+					in = json.RawMessage(`{}`) // input must be an object
 				}
 				add("assistant", anBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: in})
 			}
 		default:
-			add("user", anBlock{Type: "text", Text: m.Content})
+			if m.Content != "" {
+				add("user", anBlock{Type: "text", Text: m.Content})
+			}
 		}
 	}
 	return strings.Join(system, "\n\n"), out
 }
 
-// Complete sends one Messages request.
-func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error) {
+// AnthropicBody is the Messages request body of req; maxTokens is used
+// when req sets none.
+func AnthropicBody(req Request, maxTokens int, stream bool) map[string]any {
 	system, msgs := anthropicMessages(req.Messages)
-	maxTokens := req.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = p.cfg.MaxTokens
+	if req.MaxTokens > 0 {
+		maxTokens = req.MaxTokens
 	}
 	body := map[string]any{"model": req.Model, "max_tokens": maxTokens, "messages": msgs}
 	if system != "" {
@@ -131,146 +136,166 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 		}
 		body["tools"] = tools
 	}
-	b, err := json.Marshal(body)
+	if stream {
+		body["stream"] = true
+	}
+	return body
+}
+
+// Complete sends one Messages request.
+func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error) {
+	b, err := json.Marshal(AnthropicBody(req, p.cfg.MaxTokens, p.cfg.Stream))
 	if err != nil {
 		return Response{}, fmt.Errorf("anthropic: %w", err)
 	}
-	url := strings.TrimSuffix(p.cfg.BaseURL, "/") + "/v1/messages"
-	headers := map[string]string{"x-api-key": p.key, "anthropic-version": "2023-06-01"}
+	c := call{who: "anthropic", client: p.cfg.Client, timeout: p.cfg.Timeout, url: strings.TrimSuffix(p.cfg.BaseURL, "/") + "/v1/messages",
+		headers: map[string]string{"x-api-key": p.key, "anthropic-version": "2023-06-01"}, body: b, key: p.key, tools: req.Tools}
 	return withRetries(ctx, p.cfg.MaxRetries, p.cfg.RetryBase, func() (Response, bool, error) {
-		raw, retry, err := postJSON(ctx, p.cfg.Client, p.cfg.Timeout, url, headers, b, p.key, "anthropic")
+		if !p.cfg.Stream {
+			raw, retry, err := c.post(ctx)
+			if err != nil {
+				return Response{}, retry, err
+			}
+			var out struct {
+				Content []anBlock `json:"content"`
+			}
+			if err := json.Unmarshal(raw, &out); err != nil || out.Content == nil {
+				return Response{}, false, fmt.Errorf("anthropic: %s does not look like the Messages API (no content in its answer: %s)", c.url, snippet(raw, p.key))
+			}
+			var resp Response
+			for _, b := range out.Content {
+				switch b.Type {
+				case "text":
+					resp.Content += b.Text
+				case "tool_use":
+					resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: string(b.Input)})
+				}
+			}
+			return resp, false, nil
+		}
+		c.headers["Accept"] = "text/event-stream"
+		resp, done, retry, err := c.send(ctx)
 		if err != nil {
 			return Response{}, retry, err
 		}
-		var out struct {
-			Content []anBlock `json:"content"`
+		defer done()
+		out, err := parseAnthropicStream(resp.Body, req.OnDelta)
+		if err != nil {
+			return Response{}, false, fmt.Errorf("anthropic: %s: %w", c.url, err)
 		}
-		if err := json.Unmarshal(raw, &out); err != nil || out.Content == nil {
-			return Response{}, false, fmt.Errorf("anthropic: %s does not look like the Messages API (no content in its answer: %s)", url, snippet(raw, p.key))
-		}
-		var resp Response
-		for _, c := range out.Content {
-			switch c.Type {
-			case "text":
-				resp.Content += c.Text
-			case "tool_use":
-				resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: string(c.Input)})
-			}
-		}
-		return resp, false, nil
+		return out, false, nil
 	})
 }
 
-// retryDefaults fills zero retry settings (shared by the providers).
-func retryDefaults(timeout *time.Duration, retries *int, base *time.Duration) {
-	if *timeout <= 0 {
-		*timeout = 60 * time.Second
+// parseAnthropicStream reads a Messages stream: message_start, then per
+// content block content_block_start / _delta (text_delta, input_json_delta)
+// / _stop, message_delta and message_stop; ping events are skipped and an
+// error event ends it with the provider's message. Text deltas go to
+// onDelta. An event that is not JSON, a delta for a block never started,
+// or a stream that ends before message_stop is an error.
+func parseAnthropicStream(r io.Reader, onDelta func(string)) (Response, error) {
+	type block struct {
+		typ, id, name string
+		text, input   strings.Builder
 	}
-	switch {
-	case *retries == 0:
-		*retries = 3
-	case *retries < 0:
-		*retries = 0
-	}
-	if *base <= 0 {
-		*base = 500 * time.Millisecond
-	}
-}
-
-// withRetries runs try until it succeeds, fails for good, or the retries
-// (429 and 5xx, with exponential back-off) are spent.
-func withRetries(ctx context.Context, retries int, base time.Duration, try func() (Response, bool, error)) (Response, error) {
-	var last error
-	for attempt := 0; attempt <= retries; attempt++ {
-		if attempt > 0 {
-			wait := base << (attempt - 1)
-			var ra *retryAfter
-			if errors.As(last, &ra) && ra.wait > wait {
-				wait = min(ra.wait, maxRetryAfter)
+	var blocks []*block
+	var resp Response
+	stopped := false
+	_, err := readSSE(r, func(ev sseEvent) (bool, error) {
+		var e struct {
+			Type         string `json:"type"`
+			Index        *int   `json:"index"`
+			ContentBlock *struct {
+				Type string `json:"type"`
+				ID   string `json:"id"`
+				Name string `json:"name"`
+				Text string `json:"text"`
+			} `json:"content_block"`
+			Delta *struct {
+				Type        string `json:"type"`
+				Text        string `json:"text"`
+				PartialJSON string `json:"partial_json"`
+			} `json:"delta"`
+			Error *struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(ev.data), &e); err != nil || e.Type == "" {
+			return false, fmt.Errorf("a malformed stream event %q: %s", ev.name, snippet([]byte(ev.data), ""))
+		}
+		at := func() (*block, error) {
+			if e.Index == nil || *e.Index < 0 || *e.Index >= len(blocks) || blocks[*e.Index] == nil {
+				return nil, fmt.Errorf("a malformed stream event: %s for a content block never started", e.Type)
 			}
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return Response{}, ctx.Err()
+			return blocks[*e.Index], nil
+		}
+		switch e.Type {
+		case "content_block_start":
+			if e.Index == nil || e.ContentBlock == nil || *e.Index < 0 || *e.Index >= maxStreamCalls {
+				return false, errors.New("a malformed stream event: content_block_start without an index or a block")
 			}
+			for len(blocks) <= *e.Index {
+				blocks = append(blocks, nil)
+			}
+			b := &block{typ: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name}
+			b.text.WriteString(e.ContentBlock.Text)
+			blocks[*e.Index] = b
+		case "content_block_delta":
+			b, err := at()
+			if err != nil {
+				return false, err
+			}
+			if e.Delta == nil {
+				return false, errors.New("a malformed stream event: content_block_delta without a delta")
+			}
+			switch e.Delta.Type {
+			case "text_delta":
+				b.text.WriteString(e.Delta.Text)
+				if onDelta != nil && e.Delta.Text != "" {
+					onDelta(e.Delta.Text)
+				}
+			case "input_json_delta":
+				b.input.WriteString(e.Delta.PartialJSON)
+			}
+		case "content_block_stop":
+			if _, err := at(); err != nil {
+				return false, err
+			}
+		case "message_stop":
+			stopped = true
+			return true, nil
+		case "error":
+			msg := "no message"
+			if e.Error != nil {
+				msg = e.Error.Type + ": " + e.Error.Message
+			}
+			return false, fmt.Errorf("the stream reported an error: %s", msg)
 		}
-		resp, retry, err := try()
-		if err == nil {
-			return resp, nil
-		}
-		last = err
-		if !retry {
-			break
-		}
-	}
-	if last == nil {
-		last = errors.New("no attempt made")
-	}
-	return Response{}, last
-}
-
-// postJSON posts body and returns a 200 answer's bytes; retry says
-// whether a failure may pass (429, 5xx, a network error). The key never
-// appears in an error.
-func postJSON(ctx context.Context, c *http.Client, timeout time.Duration, url string, headers map[string]string, body []byte, key, who string) ([]byte, bool, error) {
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
+		return false, nil
+	})
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", who, err)
+		return Response{}, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range headers {
-		req.Header.Set(k, v)
+	if !stopped {
+		return Response{}, errors.New("the stream ended before its message_stop event")
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, ctx.Err() == nil, fmt.Errorf("%s: %s: %s", who, url, redactErr(err, key))
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	switch {
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		err := fmt.Errorf("%s: %s answered %s", who, url, resp.Status)
-		if secs, perr := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); perr == nil && secs > 0 {
-			return nil, true, &retryAfter{err: err, wait: time.Duration(secs) * time.Second}
+	for _, b := range blocks {
+		if b == nil {
+			continue
 		}
-		return nil, true, err
-	case resp.StatusCode != http.StatusOK:
-		return nil, false, fmt.Errorf("%s: %s answered %s: %s", who, url, resp.Status, snippet(raw, key))
+		switch b.typ {
+		case "text":
+			resp.Content += b.text.String()
+		case "tool_use":
+			args := b.input.String()
+			if strings.TrimSpace(args) == "" {
+				args = "{}"
+			}
+			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: b.id, Name: b.name, Arguments: args})
+		}
 	}
-	return raw, false, nil
+	return resp, nil
 }
 
 var _ Provider = (*Anthropic)(nil)
-
-// maxRetryAfter caps the wait a server's Retry-After can ask for.
-const maxRetryAfter = 60 * time.Second
-
-// retryAfter is a retryable failure whose answer named a wait in seconds.
-type retryAfter struct {
-	err  error
-	wait time.Duration
-}
-
-func (e *retryAfter) Error() string { return e.err.Error() }
-func (e *retryAfter) Unwrap() error { return e.err }
-
-// snippet is the start of an answer body for an error, the key removed.
-func snippet(b []byte, key string) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	if key != "" {
-		s = strings.ReplaceAll(s, key, "[REDACTED]")
-	}
-	return s
-}
-
-func redactErr(err error, key string) string {
-	if key == "" {
-		return err.Error()
-	}
-	return strings.ReplaceAll(err.Error(), key, "[REDACTED]")
-}

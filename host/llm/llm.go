@@ -1,6 +1,8 @@
 // Package llm talks to model providers: OpenAI-compatible Chat Completions
-// (OpenAI, vLLM, llama.cpp server, Ollama...) and replay, a JSONL file of
-// scripted turns for tests and demos. It knows nothing of tools beyond
+// (OpenAI, vLLM, llama.cpp server, Ollama...), Anthropic Messages, Gemini's
+// generateContent, and replay, a JSONL file of scripted turns for tests
+// and demos. Requests follow each provider's documented rules, which
+// CheckRequest states in code. It knows nothing of tools beyond
 // their definitions: the agent loop (host/agent) maps them.
 package llm
 
@@ -35,19 +37,29 @@ type ToolCall struct {
 	Arguments string `json:"arguments"`
 }
 
-// ToolDef is a tool offered to the model.
+// ToolDef is a tool offered to the model. Parameters must already be in a
+// form the providers accept (see host/wire's Adapt).
 type ToolDef struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	// Strict asks OpenAI for strict schema adherence; set it only for a
+	// schema in its strict subset, or the request is refused.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // Request is one completion request.
 type Request struct {
-	Model     string
-	Messages  []Message
+	Model    string
+	Messages []Message
+	// Tools are offered to the model; with none the request carries no
+	// tools field at all (servers for models without tool calling refuse
+	// one, even empty).
 	Tools     []ToolDef
 	MaxTokens int
+	// OnDelta, when set and the provider streams, is told each piece of
+	// the turn's text as it arrives (the Response still holds it whole).
+	OnDelta func(text string)
 }
 
 // Response is the model's turn.

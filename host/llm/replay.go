@@ -17,7 +17,10 @@ import (
 //
 // "arguments" may be a JSON object or the JSON text of one, as providers
 // send it. Each Complete returns the next turn; past the last one it is an
-// error. It makes tests and demos run without a model.
+// error. It makes tests and demos run without a model. Like the real
+// providers, it refuses a request that one of them would refuse (see
+// CheckTools): a regression in the definitions or the conversation fails
+// here rather than against a live API.
 type Replay struct {
 	mu    sync.Mutex
 	turns []Response
@@ -84,6 +87,9 @@ func (r *Replay) Complete(_ context.Context, req Request) (Response, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.Requests = append(r.Requests, req)
+	if err := CheckTools(req); err != nil {
+		return Response{}, fmt.Errorf("replay: the providers would refuse this request: %w", err)
+	}
 	if r.next >= len(r.turns) {
 		return Response{}, fmt.Errorf("replay: the transcript has no turn %d (it holds %d)", r.next+1, len(r.turns))
 	}

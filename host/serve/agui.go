@@ -29,12 +29,25 @@ type RunAgentInput struct {
 	ForwardedProps json.RawMessage   `json:"forwardedProps,omitempty"`
 }
 
-// AGUIMessage is a message of a RunAgentInput (only id, role and text
-// content are read).
+// AGUIMessage is a message of a RunAgentInput: a user, system or
+// developer message, an assistant message with its tool calls, or a tool
+// message answering one. All of them are taken in as the conversation.
 type AGUIMessage struct {
-	ID      string          `json:"id"`
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content,omitempty"`
+	ID         string          `json:"id"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content,omitempty"`
+	ToolCalls  []AGUIToolCall  `json:"toolCalls,omitempty"`
+	ToolCallID string          `json:"toolCallId,omitempty"`
+}
+
+// AGUIToolCall is a tool call of an AG-UI assistant message.
+type AGUIToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // AGUIEvent is one server-sent event of a run: RUN_STARTED,
@@ -49,6 +62,7 @@ type AGUIEvent struct {
 	Delta        string         `json:"delta,omitempty"`
 	ToolCallID   string         `json:"toolCallId,omitempty"`
 	ToolCallName string         `json:"toolCallName,omitempty"`
+	ParentMsgID  string         `json:"parentMessageId,omitempty"`
 	Content      *string        `json:"content,omitempty"`
 	UISchema     map[string]any `json:"ui_schema,omitempty"`
 	Result       any            `json:"result,omitempty"`
@@ -148,7 +162,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *call) {
 		s.storeError(w, err)
 		return
 	}
-	s.runStream(w, r, c, ses, req.Content, "run-"+strconv.FormatInt(seq.Add(1), 10))
+	s.runStream(w, r, c, ses, req.Content, "run-"+strconv.FormatInt(seq.Add(1), 10), nil)
 }
 
 var seq atomic.Int64
@@ -172,14 +186,9 @@ func (s *Server) agentRun(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENTS", "client-side tools are not supported: the agent's tools are its profile's")
 		return
 	}
-	task := ""
-	for _, m := range in.Messages {
-		if m.Role == "user" {
-			task = textOf(m.Content)
-		}
-	}
-	if strings.TrimSpace(task) == "" {
-		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENTS", "messages hold no user message with text")
+	hist, task, msg := clientConversation(in.Messages)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENTS", msg)
 		return
 	}
 	ses, err := s.o.Store.Session(r.Context(), c.p.Tenant, in.ThreadID)
@@ -194,7 +203,120 @@ func (s *Server) agentRun(w http.ResponseWriter, r *http.Request, c *call) {
 		in.RunID = "run-" + strconv.FormatInt(seq.Add(1), 10)
 	}
 	ses.Profile = prof
-	s.runStream(w, r, c, ses, task, in.RunID)
+	s.runStream(w, r, c, ses, task, in.RunID, hist)
+}
+
+// clientConversation reads the messages an AG-UI client sends: the last
+// must be the user's (the task); the ones before it, of every role, are
+// the conversation so far (nil when there are none: the thread's stored
+// history is used). msg says what is wrong, or "".
+func clientConversation(in []AGUIMessage) (hist []llm.Message, task, msg string) {
+	if len(in) == 0 {
+		return nil, "", "messages hold no user message with text"
+	}
+	last := in[len(in)-1]
+	if last.Role != "user" {
+		return nil, "", fmt.Sprintf("the last message is the %s's: it must be the user's (the task)", last.Role)
+	}
+	if task = textOf(last.Content); strings.TrimSpace(task) == "" {
+		return nil, "", "the last user message has no text"
+	}
+	for i, m := range in[:len(in)-1] {
+		switch m.Role {
+		case "user":
+			hist = append(hist, llm.Message{Role: llm.RoleUser, Content: textOf(m.Content)})
+		case "system", "developer":
+			hist = append(hist, llm.Message{Role: llm.RoleSystem, Content: textOf(m.Content)})
+		case "assistant":
+			am := llm.Message{Role: llm.RoleAssistant, Content: textOf(m.Content)}
+			for _, tc := range m.ToolCalls {
+				if tc.ID == "" || tc.Function.Name == "" {
+					return nil, "", fmt.Sprintf("messages[%d]: a tool call needs an id and a function name", i)
+				}
+				am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			}
+			hist = append(hist, am)
+		case "tool":
+			if m.ToolCallID == "" {
+				return nil, "", fmt.Sprintf("messages[%d]: a tool message needs its toolCallId", i)
+			}
+			hist = append(hist, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: textOf(m.Content)})
+		default:
+			return nil, "", fmt.Sprintf("messages[%d]: role %q: want user, system, developer, assistant or tool", i, m.Role)
+		}
+	}
+	return pairCalls(hist), task, ""
+}
+
+// storedConversation rebuilds a thread's conversation from the store:
+// user messages, assistant turns with their tool calls (under the host's
+// IDs), tool results and answers.
+func storedConversation(prior []store.Message) []llm.Message {
+	var out []llm.Message
+	for _, m := range prior {
+		var meta struct {
+			ToolCalls []llm.ToolCall         `json:"tool_calls"`
+			Out       *agent.ToolAgentOutput `json:"tool_agent_output"`
+		}
+		if len(m.Metadata) > 0 {
+			_ = json.Unmarshal(m.Metadata, &meta)
+		}
+		switch m.Role {
+		case "user":
+			out = append(out, llm.Message{Role: llm.RoleUser, Content: m.Content})
+		case "assistant":
+			out = append(out, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: meta.ToolCalls})
+		case "tool":
+			id := ""
+			if meta.Out != nil {
+				id = meta.Out.ToolCallID
+			}
+			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: m.Content})
+		}
+	}
+	return pairCalls(out)
+}
+
+// pairCalls makes a conversation one the providers accept: a tool call
+// nobody answered (a run cut short) is dropped, and a tool result that
+// answers no call of the turn before it (action mode's, or one whose
+// call is gone) becomes a user message saying whose result it is.
+func pairCalls(msgs []llm.Message) []llm.Message {
+	answered := map[string]bool{}
+	for _, m := range msgs {
+		if m.Role == llm.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	var out []llm.Message
+	open := map[string]string{} // call ID -> tool name, of the latest assistant turn
+	for _, m := range msgs {
+		switch m.Role {
+		case llm.RoleAssistant:
+			var calls []llm.ToolCall
+			open = map[string]string{}
+			for _, c := range m.ToolCalls {
+				if answered[c.ID] {
+					calls = append(calls, c)
+					open[c.ID] = c.Name
+				}
+			}
+			m.ToolCalls = calls
+			if m.Content == "" && len(calls) == 0 {
+				continue
+			}
+		case llm.RoleTool:
+			if _, ok := open[m.ToolCallID]; !ok {
+				m = llm.Message{Role: llm.RoleUser, Content: "(a tool result) " + m.Content}
+				break
+			}
+			delete(open, m.ToolCallID)
+		default:
+			open = map[string]string{}
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // textOf reads an AG-UI message content: a string, or parts with text.
@@ -220,7 +342,10 @@ func textOf(raw json.RawMessage) string {
 // runStream runs the agent of ses on task and streams AG-UI events; the
 // user message, each tool result and the answer are stored as they come.
 // A client that goes away cancels the run.
-func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses store.Session, task, runID string) {
+//
+// hist is the conversation so far as the client sent it; nil means the
+// thread's stored one.
+func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses store.Session, task, runID string, hist []llm.Message) {
 	if s.draining.Load() {
 		writeError(w, http.StatusServiceUnavailable, "DRAINING", "the server is shutting down")
 		return
@@ -241,11 +366,8 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 		s.storeError(w, err)
 		return
 	}
-	var hist []llm.Message
-	for _, m := range prior {
-		if m.Role == "user" || m.Role == "assistant" {
-			hist = append(hist, llm.Message{Role: m.Role, Content: m.Content})
-		}
+	if hist == nil {
+		hist = storedConversation(prior)
 	}
 	if _, err := s.o.Store.AppendMessage(ctx, c.p.Tenant, ses.ID, store.Message{Role: "user", Content: task}); err != nil {
 		s.storeError(w, err)
@@ -283,22 +405,44 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 	}
 	tab, _ := wire.NewTable(names)
 	msgN := 0
+	// open is the text message being streamed ("" when none); parent the
+	// latest turn's message, which its tool calls belong to.
+	var open, parent string
 	res, err := agent.Run(ctx, c.tenant.Host, task, agent.Options{
 		Provider: provider, Model: model, Mode: prof.Mode, SystemPrompt: prof.SystemPrompt, MaxIterations: prof.MaxIterations,
 		Tools: ids, History: hist,
 		OnEvent: func(ev agent.Event) {
 			switch ev.Kind {
-			case "model":
-				if strings.TrimSpace(ev.Text) == "" {
-					return
+			case "delta":
+				if open == "" {
+					msgN++
+					open = fmt.Sprintf("%s-msg-%d", runID, msgN)
+					send(AGUIEvent{Type: "TEXT_MESSAGE_START", MessageID: open, Role: "assistant"})
 				}
-				msgN++
-				id := fmt.Sprintf("%s-msg-%d", runID, msgN)
-				send(AGUIEvent{Type: "TEXT_MESSAGE_START", MessageID: id, Role: "assistant"})
-				send(AGUIEvent{Type: "TEXT_MESSAGE_CONTENT", MessageID: id, Delta: ev.Text})
-				send(AGUIEvent{Type: "TEXT_MESSAGE_END", MessageID: id})
+				send(AGUIEvent{Type: "TEXT_MESSAGE_CONTENT", MessageID: open, Delta: ev.Text})
+			case "model":
+				parent = ""
+				switch {
+				case open != "":
+					send(AGUIEvent{Type: "TEXT_MESSAGE_END", MessageID: open})
+					parent, open = open, ""
+				case strings.TrimSpace(ev.Text) != "":
+					msgN++
+					parent = fmt.Sprintf("%s-msg-%d", runID, msgN)
+					send(AGUIEvent{Type: "TEXT_MESSAGE_START", MessageID: parent, Role: "assistant"})
+					send(AGUIEvent{Type: "TEXT_MESSAGE_CONTENT", MessageID: parent, Delta: ev.Text})
+					send(AGUIEvent{Type: "TEXT_MESSAGE_END", MessageID: parent})
+				}
+				if len(ev.Calls) > 0 {
+					// The turn and its calls (under the host's IDs) are
+					// history for the thread's next run.
+					meta, _ := json.Marshal(map[string]any{"tool_calls": ev.Calls})
+					if _, err := s.o.Store.AppendMessage(context.WithoutCancel(ctx), c.p.Tenant, ses.ID, store.Message{Role: "assistant", Content: ev.Text, Metadata: meta}); err != nil {
+						s.o.Logger.Error("storing a model turn", "error", err)
+					}
+				}
 			case "tool_start":
-				send(AGUIEvent{Type: "TOOL_CALL_START", ToolCallID: ev.CallID, ToolCallName: ev.Tool})
+				send(AGUIEvent{Type: "TOOL_CALL_START", ToolCallID: ev.CallID, ToolCallName: ev.Tool, ParentMsgID: parent})
 				if len(ev.Args) > 0 {
 					send(AGUIEvent{Type: "TOOL_CALL_ARGS", ToolCallID: ev.CallID, Delta: string(ev.Args)})
 				}
