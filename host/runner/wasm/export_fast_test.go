@@ -152,3 +152,21 @@ func WaitParked(p runner.Prepared) bool {
 
 // ParkRetire is how many calls a parked instance serves.
 const ParkRetire = parkRetire
+
+// BreakPool makes p's pool unable to make instances, as when memory runs
+// out: its snapshot image is closed (mappings of it fail), its ready
+// instances are dropped and it is asked for new ones.
+func BreakPool(p runner.Prepared) {
+	sp := p.(*prepared).slots()
+	sp.closeImage()
+	for {
+		select {
+		case s := <-sp.ready:
+			sp.drop(s)
+			continue
+		default:
+		}
+		break
+	}
+	sp.signal()
+}

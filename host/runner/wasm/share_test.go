@@ -47,8 +47,8 @@ func TestPool_chargesRealCost(t *testing.T) {
 }
 
 // TestPool_sharesByDemand: when the budget is spent, a tool in demand
-// takes the instance of an idle one, not the other way round; an idle
-// pool shrinks to one instance.
+// takes the instance of an idle one, not the other way round; a tool not
+// yet called takes none; an idle pool shrinks to one instance.
 func TestPool_sharesByDemand(t *testing.T) {
 	e := newEnv(t)
 	probe := probeGuest(t, modeReactor)
@@ -59,9 +59,14 @@ func TestPool_sharesByDemand(t *testing.T) {
 	if !wasm.WaitReady(busy) {
 		t.Fatal("no instance for the first tool")
 	}
+	// Before its first call a tool takes free budget only: the second
+	// tool gets none and says so; the first keeps both of its instances.
 	idle := prepare(t, r, probe, e, nil)
-	if !wasm.WaitReady(idle) {
-		t.Fatal("no instance for the second tool")
+	if got := warmState(idle); got != wasm.WarmNoBudget {
+		t.Fatalf("the second tool's pool is %v, want %v", got, wasm.WarmNoBudget)
+	}
+	if live, _ := wasm.PoolLive(busy); live != 2 {
+		t.Fatalf("warming the second tool left the first %d instances", live)
 	}
 	var wg sync.WaitGroup
 	for range 4 {

@@ -23,7 +23,12 @@ import (
 //     charged it;
 //   - each pool wants two instances at first (made at Prepare, so the
 //     first calls already find one ready while the other is restored),
-//     one more each time a call finds none ready, up to PoolTarget;
+//     one more each time a call finds none ready, up to PoolTarget; a
+//     call that comes while the pool is making one waits for it (see
+//     awaitMaking) rather than making its own;
+//   - the first instances (before any call) only take budget that is
+//     free: a tool being warmed never takes an instance from another,
+//     so a budget too small for every tool keeps the tools warmed first;
 //   - when the budget is spent, a pool that wants an instance takes one
 //     from the pool with the least recent demand (calls per tick,
 //     halved every tick), if that demand is lower than its own;
@@ -73,16 +78,23 @@ type slotPool struct {
 	wake chan struct{}
 	quit chan struct{}
 	done chan struct{}
+	// filled is closed when the pool's first fill has ended, with or
+	// without an instance (Warm waits for it).
+	filled chan struct{}
 	// shut runs close once; a concurrent close (a tool unloaded while
 	// its runner closes) returns when the first has ended.
 	shut sync.Once
 
-	mu       sync.Mutex
-	live     int    // instances that exist (ready, in use or being restored)
-	target   int    // instances wanted now (1..PoolTarget; startTarget at first)
-	capped   bool   // the budget refused the last instance wanted
-	closed   bool   // close has begun
-	failed   bool   // an instance could not be made: stop trying
+	mu     sync.Mutex
+	live   int  // instances that exist (ready, in use or being restored)
+	target int  // instances wanted now (1..PoolTarget; startTarget at first)
+	capped bool // the budget refused the last instance wanted
+	closed bool // close has begun
+	failed bool // an instance could not be made: stop trying
+	// unparked: the failure was a command that cannot be parked (its
+	// calls take the plain path by nature, not after a failure).
+	unparked bool
+	making   int    // instances being made now
 	estimate uint64 // charge of a new instance
 	score    uint64 // recent demand (see tick)
 	idle     int    // ticks in a row without a call
@@ -105,6 +117,7 @@ func (ps *pools) newSlotPool(p *prepared) *slotPool {
 		wake:   make(chan struct{}, 1),
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
+		filled: make(chan struct{}),
 		target: startTarget,
 	}
 	sp.mode = ps.restore
@@ -132,6 +145,7 @@ func (ps *pools) newSlotPool(p *prepared) *slotPool {
 	if !ps.add(sp) {
 		sp.closed = true
 		close(sp.done)
+		close(sp.filled)
 		sp.closeImage()
 		return sp
 	}
@@ -141,8 +155,9 @@ func (ps *pools) newSlotPool(p *prepared) *slotPool {
 
 func (sp *slotPool) run() {
 	defer close(sp.done)
+	sp.fill()
+	close(sp.filled)
 	for {
-		sp.fill()
 		select {
 		case s := <-sp.dirty:
 			sp.reset(s)
@@ -150,6 +165,7 @@ func (sp *slotPool) run() {
 		case <-sp.quit:
 			return
 		}
+		sp.fill()
 	}
 }
 
@@ -186,13 +202,23 @@ func (sp *slotPool) fill() {
 	for {
 		sp.mu.Lock()
 		full := sp.live >= sp.target || sp.closed || sp.failed
-		cost, demand := sp.estimate, sp.demandLocked()+1
+		cost, demand := sp.estimate, sp.demandLocked()
+		if demand > 0 {
+			// Called: it may take an instance from a pool called less
+			// (or not at all). Before its first call it takes free
+			// budget only.
+			demand++
+		}
+		if !full {
+			sp.making++
+		}
 		sp.mu.Unlock()
 		if full {
 			return
 		}
 		if !sp.owner.reserveFor(sp, cost, demand) {
 			sp.mu.Lock()
+			sp.making--
 			sp.capped, sp.target = true, max(sp.live, 1)
 			sp.mu.Unlock()
 			return
@@ -201,11 +227,13 @@ func (sp *slotPool) fill() {
 		s, err := sp.make()
 		movingMean(&sp.makeNs, time.Since(t0))
 		sp.mu.Lock()
+		sp.making--
 		if err != nil || sp.closed {
+			var np *errNotParkable
 			sp.failed = sp.failed || err != nil
+			sp.unparked = sp.unparked || errors.As(err, &np)
 			sp.mu.Unlock()
 			sp.owner.free(cost)
-			var np *errNotParkable
 			if errors.As(err, &np) {
 				sp.logger.Debug("pool: the command is not parked; its calls start it afresh", "reason", np.why)
 			} else if err != nil {
@@ -297,6 +325,10 @@ func (sp *slotPool) take(ctx context.Context) *slot {
 		}
 	}
 	if !sp.saturated() {
+		if s := sp.awaitMaking(ctx); s != nil {
+			sp.hits.Add(1)
+			return s
+		}
 		sp.misses.Add(1)
 		sp.want()
 		return nil
@@ -319,6 +351,106 @@ func (sp *slotPool) take(ctx context.Context) *slot {
 	}
 	sp.misses.Add(1)
 	return nil
+}
+
+// awaitMaking waits for the instance the pool is making, when it is
+// making one: a fresh instance would cost the call about as much as the
+// rest of that wait, and it is not reused afterwards. Until the pool's
+// first fill has ended (a new tool's first calls) the wait ends with the
+// fill, which runs no guest code for a reactor and is bounded by the
+// tool's timeout for a command; later it is bounded by twice the mean
+// time to make an instance. nil: nothing is being made, or the wait
+// ended without an instance.
+func (sp *slotPool) awaitMaking(ctx context.Context) *slot {
+	var first <-chan struct{}
+	select {
+	case <-sp.filled:
+	default:
+		first = sp.filled
+	}
+	sp.mu.Lock()
+	making := sp.making > 0 && !sp.closed
+	sp.mu.Unlock()
+	if first == nil && !making {
+		return nil
+	}
+	var timeout <-chan time.Time
+	if first == nil {
+		t := time.NewTimer(max(2*time.Duration(sp.makeNs.Load()), minAdmissionWait))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case s := <-sp.ready:
+		return s
+	case s := <-sp.dirty:
+		return sp.restoreHere(s)
+	case <-first:
+		select {
+		case s := <-sp.ready:
+			return s
+		default:
+		}
+	case <-timeout:
+	case <-ctx.Done():
+	case <-sp.quit:
+	}
+	return nil
+}
+
+// WarmState is what a tool's pool holds once its first instances have
+// been made (see Warm).
+type WarmState int
+
+const (
+	// WarmNone: the tool has no pool (its instances cannot be reused,
+	// it is deterministic, it is a command that cannot be parked, or the
+	// pool budget is 0); every call makes its own instance.
+	WarmNone WarmState = iota
+	// WarmReady: at least one instance is ready for a call.
+	WarmReady
+	// WarmNoBudget: the pool budget was spent by the tools warmed before
+	// it; the tool's calls make their own instances until its demand
+	// earns it a share (docs/POOLS.md, "Sharing by demand").
+	WarmNoBudget
+	// WarmFailed: making an instance failed (logged once); the tool's
+	// calls make their own instances.
+	WarmFailed
+)
+
+// String returns the state's name as /metrics and /readyz show it.
+func (s WarmState) String() string {
+	switch s {
+	case WarmReady:
+		return "ready"
+	case WarmNoBudget:
+		return "no-budget"
+	case WarmFailed:
+		return "failed"
+	}
+	return "none"
+}
+
+// warm waits for the pool's first fill, or for ctx, and reports what it
+// holds then.
+func (sp *slotPool) warm(ctx context.Context) WarmState {
+	select {
+	case <-sp.filled:
+	case <-ctx.Done():
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	switch {
+	case sp.live > 0:
+		return WarmReady
+	case sp.unparked || sp.closed:
+		return WarmNone
+	case sp.failed:
+		return WarmFailed
+	case sp.capped:
+		return WarmNoBudget
+	}
+	return WarmNone
 }
 
 // restoreHere restores an instance on the calling goroutine (the pool's
