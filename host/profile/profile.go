@@ -97,7 +97,7 @@ func Parse(data []byte) (*Profile, error) {
 	}
 	if m := p.Model; m != nil {
 		switch m.Provider {
-		case "openai", "anthropic":
+		case "openai", "anthropic", "gemini":
 			if m.Replay != "" {
 				return nil, fmt.Errorf("model.replay is for the replay provider, not %s", m.Provider)
 			}
@@ -106,7 +106,7 @@ func Parse(data []byte) (*Profile, error) {
 				return nil, errors.New("model: the replay provider needs model.replay (a transcript file)")
 			}
 		default:
-			return nil, fmt.Errorf("model.provider %q: want openai, anthropic or replay", m.Provider)
+			return nil, fmt.Errorf("model.provider %q: want openai, anthropic, gemini or replay", m.Provider)
 		}
 	}
 	if len(p.Inventory) == 0 {
