@@ -75,3 +75,25 @@ func (t *Table) ID(name string) (string, bool) {
 	}
 	return "", false
 }
+
+// Collisions returns the IDs that share a wire name, by that name (each
+// list sorted, each ID once); a name only one ID maps to is left out.
+// Such tools cannot be offered side by side to a model or an MCP client.
+func Collisions(ids []string) map[string][]string {
+	by := map[string][]string{}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			by[Name(id)] = append(by[Name(id)], id)
+		}
+	}
+	for n, group := range by {
+		if len(group) < 2 {
+			delete(by, n)
+			continue
+		}
+		sort.Strings(group)
+	}
+	return by
+}
