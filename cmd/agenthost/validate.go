@@ -123,27 +123,20 @@ func (e *env) runManifestExamples(ctx context.Context, out io.Writer, args []str
 		return nil, err
 	}
 	defer h.Close(ctx)
-	rep := &testReport{Failures: []testFailure{}}
+	rep := &testReport{Failures: []testFailure{}, Skips: []testFailure{}}
+	var loaded []*manifest.Tool
 	for _, t := range tools {
-		results, err := h.RunExamples(ctx, t.ToolID+"@"+t.Version)
+		mt, err := h.Tool(t.ToolID + "@" + t.Version)
 		if err != nil {
-			fmt.Fprintf(out, "FAIL %s: %s\n", t.ToolID, escapeText(err.Error()))
-			rep.Failed++
-			rep.Failures = append(rep.Failures, testFailure{Name: t.ToolID, Reason: err.Error()})
+			rep.add(out, t.ToolID, outcomeFail, err.Error())
 			continue
 		}
-		for _, r := range results {
-			if r.Passed {
-				rep.Passed++
-				fmt.Fprintf(out, "ok   %s example %d: %s\n", r.ToolID, r.Index+1, escapeText(r.Description))
-				continue
-			}
-			rep.Failed++
-			rep.Failures = append(rep.Failures, testFailure{Name: fmt.Sprintf("%s example %d (%s)", r.ToolID, r.Index+1, r.Description), Reason: r.Reason})
-			fmt.Fprintf(out, "FAIL %s example %d: %s: %s\n", r.ToolID, r.Index+1, escapeText(r.Description), escapeText(r.Reason))
-		}
+		loaded = append(loaded, mt)
 	}
-	fmt.Fprintf(out, "examples: %d passed, %d failed\n", rep.Passed, rep.Failed)
+	if err := e.runExamplesInto(ctx, out, h, loaded, rep); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "examples: %d passed, %d failed, %d skipped\n", rep.Passed, rep.Failed, rep.Skipped)
 	return rep, nil
 }
 
