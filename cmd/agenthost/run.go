@@ -82,9 +82,11 @@ type env struct {
 	serve        serveFlags
 	worker       workerFlags
 	noDirs       bool
-	// issuer and tenant are set by serve for the hosts it builds.
+	// issuer, tenant and workspace (replacing the policy's) are set by
+	// serve for the hosts it builds.
 	issuer    credential.Issuer
 	tenant    string
+	workspace string
 	tracer    trace.Tracer
 	storePath string
 	// set holds the flags given on the command line (a profile's values
@@ -332,6 +334,9 @@ func (e *env) newHost(ctx context.Context, tools ...host.Tool) (*host.Host, erro
 	p, err := e.loadPolicy()
 	if err != nil {
 		return nil, err
+	}
+	if e.workspace != "" {
+		p.Workspace = e.workspace
 	}
 	dirs := append([]string(nil), e.toolDirs()...)
 	explicit := e.cacheDir

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -86,10 +87,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	case dsn != "" && !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://"):
 		return usageError{"--store takes a postgres:// URL (SQLite is --data DIR)"}
 	case dsn == "":
-		data := s.data
-		if data == "" {
-			data = filepath.Join(root, "serve")
-		}
+		data := e.serveData(root)
 		if err := os.MkdirAll(data, 0o700); err != nil {
 			return usageError{err.Error()}
 		}
@@ -250,22 +248,46 @@ func profileProvider(p *profile.Profile) (llm.Provider, string, error) {
 	return prov, a.model, nil
 }
 
+// serveData is the server's data folder: --data, else <cache>/serve. It
+// holds the SQLite history and the private workspaces.
+func (e *env) serveData(root string) string {
+	if e.serve.data != "" {
+		return e.serve.data
+	}
+	return filepath.Join(root, "serve")
+}
+
 // buildTenants builds one host per tenant: from an auth file (each
 // tenant's policy and profile folders, relative to it) or, without one,
 // the tenant "default" with the global policy and profiles. Each tenant's
 // cache is its own folder under root.
+//
+// A tenant without a policy of its own (in the auth file without
+// `policy`; the default tenant without --policy) gets the global policy's
+// ceilings, or the built-in ones, over an empty private workspace of its
+// own, <data>/workspaces/<tenant>: never the server's working folder, and
+// never a folder another tenant sees. A tenant's own policy keeps its
+// workspace, which checkWorkspaces then checks.
 func (e *env) buildTenants(ctx context.Context, root, authPath string, profiles []string) (map[string]*serve.Tenant, []*host.Host, *serve.AuthFile, error) {
 	tenants := map[string]*serve.Tenant{}
 	var hosts []*host.Host
+	data := e.serveData(root)
+	own := map[string]string{}
 	add := func(name, policyFile string, profileDirs []string) error {
 		saved, savedCache := e.policy, e.cacheDir
+		defer func() { e.policy, e.cacheDir, e.workspace = saved, savedCache, "" }()
 		if policyFile != "" {
-			e.policy = policyFile
+			e.policy, own[name] = policyFile, policyFile
+		} else {
+			ws := filepath.Join(data, "workspaces", name)
+			if err := os.MkdirAll(ws, 0o700); err != nil {
+				return fmt.Errorf("tenant %s: its workspace: %w", name, err)
+			}
+			e.workspace = ws
 		}
 		e.cacheDir = filepath.Join(root, "tenants", name)
 		e.tenant = name
 		h, err := e.newHost(ctx)
-		e.policy, e.cacheDir = saved, savedCache
 		if err != nil {
 			return err
 		}
@@ -277,12 +299,26 @@ func (e *env) buildTenants(ctx context.Context, root, authPath string, profiles 
 		tenants[name] = &serve.Tenant{Name: name, Host: h, Profiles: profs, Provider: profileProvider}
 		return nil
 	}
+	files := []serverFile{}
+	if e.serve.credKey != "" {
+		files = append(files, serverFile{e.serve.credKey, "the credential key"})
+	}
+	if e.serve.store == "" {
+		files = append(files, serverFile{filepath.Join(data, "agenthost.db"), "the history database"})
+	}
 	if authPath == "" {
-		return tenants, hosts, nil, add("default", "", profiles)
+		if err := add("default", e.policy, profiles); err != nil {
+			return nil, hosts, nil, err
+		}
+		return tenants, hosts, nil, checkWorkspaces(tenants, own, files)
 	}
 	af, err := serve.LoadAuthFile(authPath)
 	if err != nil {
 		return nil, hosts, nil, usageError{err.Error()}
+	}
+	files = append(files, serverFile{authPath, "the auth file"})
+	if e.policy != "" {
+		files = append(files, serverFile{e.policy, "the global policy (--policy)"})
 	}
 	base := filepath.Dir(authPath)
 	for name, t := range af.Tenants {
@@ -301,5 +337,65 @@ func (e *env) buildTenants(ctx context.Context, root, authPath string, profiles 
 			return nil, hosts, nil, err
 		}
 	}
-	return tenants, hosts, af, nil
+	return tenants, hosts, af, checkWorkspaces(tenants, own, files)
+}
+
+// serverFile is a file of the server that no tenant may read.
+type serverFile struct{ path, what string }
+
+// checkWorkspaces refuses a tenant whose workspace holds a file of the
+// server (the auth file, the credential key, the history database, the
+// global policy), another tenant's policy file or another tenant's
+// workspace: whatever a tool may read there, the tenant reads. own maps
+// the tenants with a policy of their own to its file.
+func checkWorkspaces(tenants map[string]*serve.Tenant, own map[string]string, files []serverFile) error {
+	names := make([]string, 0, len(tenants))
+	for name := range tenants {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, a := range names {
+		ws := tenants[a].Host.Policy().Workspace
+		held := ""
+		for _, f := range files {
+			if held == "" && within(ws, f.path) {
+				held = f.what + " " + f.path
+			}
+		}
+		for _, b := range names {
+			switch {
+			case held != "" || b == a:
+			case own[b] != "" && within(ws, own[b]):
+				held = fmt.Sprintf("the policy of tenant %q (%s)", b, own[b])
+			case within(ws, tenants[b].Host.Policy().Workspace):
+				held = fmt.Sprintf("the workspace of tenant %q (%s)", b, tenants[b].Host.Policy().Workspace)
+			}
+		}
+		if held != "" {
+			return configError{fmt.Errorf("tenant %q: its workspace %s holds %s; give the tenant's policy a folder of its own that holds none of the server's files nor another tenant's (workspace: DIR, relative to the policy file), or no policy for an empty private workspace", a, ws, held)}
+		}
+	}
+	return nil
+}
+
+// within reports whether path is dir or inside it, symbolic links
+// resolved.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(resolved(dir), resolved(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// resolved is p absolute with its symbolic links resolved, as far as it
+// exists.
+func resolved(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		p = a
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return filepath.Join(r, filepath.Base(p))
+	}
+	return p
 }
