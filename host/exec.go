@@ -60,6 +60,9 @@ func (h *Host) ExecOnly(ctx context.Context, llmOutput string, allowed func(id s
 	}
 	turn.Calls = parsed.Calls
 	turn.IgnoredBlocks = parsed.IgnoredBlocks
+	// The calls run one after another; the modules they need compile
+	// at once, while the first calls run.
+	h.prepareAhead(parsed.Calls, allowed)
 	failed := false
 	ok := 0
 	for _, c := range parsed.Calls {

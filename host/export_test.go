@@ -10,3 +10,12 @@ func SetRunner(h *Host, key string, r runner.Runner) (reset func()) {
 	h.runners[key] = r
 	return func() { h.runners[key] = old }
 }
+
+// WarmOrder returns the IDs Warm would prepare for ids, in its order.
+func WarmOrder(h *Host, ids ...string) []string {
+	var out []string
+	for _, t := range h.warmTargets(ids) {
+		out = append(out, t.ToolID)
+	}
+	return out
+}

@@ -274,3 +274,115 @@ func rawReused(b *testing.B, path, ws string) func(args []byte) {
 		}
 	}
 }
+
+// BenchmarkEarlyCalls is a new host's first calls of core:echo, as in a
+// new process (the module and its start-up from the on-disk caches): the
+// first call, the median of calls 2–5 and, on the same host after 300
+// more calls, the steady-state median, with the ratio of the two medians
+// (per host, then the median over hosts).
+func BenchmarkEarlyCalls(b *testing.B) {
+	ctx := context.Background()
+	dir := filepath.Join(hosttest.Toolpacks(b), "core")
+	cacheDir := hosttest.CacheDir(b)
+	args := json.RawMessage(`{"message":"hello"}`)
+	timed := func(h *host.Host) time.Duration {
+		t0 := time.Now()
+		if env := h.Call(ctx, "core:echo", args); env.Error != nil {
+			b.Fatal(env.Error)
+		}
+		return time.Since(t0)
+	}
+	var first, early, steady, ratio []float64
+	for b.Loop() {
+		h, err := host.New(ctx, host.Options{Dirs: []string{dir}, CacheDir: cacheDir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		first = append(first, float64(timed(h).Microseconds())/1000)
+		var e []float64
+		for range 4 {
+			e = append(e, float64(timed(h).Nanoseconds())/1000)
+		}
+		for range 300 {
+			timed(h)
+		}
+		var s []float64
+		for range 100 {
+			s = append(s, float64(timed(h).Nanoseconds())/1000)
+		}
+		_ = h.Close(ctx)
+		early, steady = append(early, median(e)), append(steady, median(s))
+		ratio = append(ratio, median(e)/median(s))
+	}
+	b.ReportMetric(median(first), "call1-ms")
+	b.ReportMetric(median(early), "calls2-5-µs")
+	b.ReportMetric(median(steady), "steady-µs")
+	b.ReportMetric(median(ratio), "early/steady")
+}
+
+// BenchmarkMixedLoad calls the first-party calls round-robin on one host
+// with the default pool budget, and each one alone (back to back) on the
+// same host, in alternating passes: for each call the ratio of its median
+// round-robin to its median alone. It reports the worst call's ratio and
+// the median ratio, each the median over passes.
+func BenchmarkMixedLoad(b *testing.B) {
+	ctx := context.Background()
+	h := firstPartyHost(b)
+	if rep := h.Warm(ctx, host.WarmOptions{}); len(rep.Failed) > 0 {
+		b.Fatalf("warm: %+v", rep)
+	}
+	n := len(firstPartyCalls)
+	timed := func(i int) float64 {
+		c := firstPartyCalls[i]
+		t0 := time.Now()
+		if env := h.Call(ctx, c.tool, json.RawMessage(c.args)); env.Error != nil {
+			b.Fatal(env.Error)
+		}
+		return float64(time.Since(t0).Nanoseconds()) / 1000
+	}
+	for i := range n { // every pool in use before the first pass
+		for range 20 {
+			timed(i)
+		}
+	}
+	var worst, med []float64
+	perCall := make([][]float64, n)
+	for b.Loop() {
+		alone := make([]float64, n)
+		for i := range n {
+			var d []float64
+			for range 30 {
+				d = append(d, timed(i))
+			}
+			alone[i] = median(d[10:])
+		}
+		mixed := make([][]float64, n)
+		for range 30 {
+			for i := range n {
+				mixed[i] = append(mixed[i], timed(i))
+			}
+		}
+		var r []float64
+		for i := range n {
+			q := median(mixed[i]) / alone[i]
+			r = append(r, q)
+			perCall[i] = append(perCall[i], q)
+		}
+		worst = append(worst, slices.Max(r))
+		med = append(med, median(r))
+	}
+	b.ReportMetric(median(worst), "worst-ratio")
+	b.ReportMetric(median(med), "median-ratio")
+	for i, c := range firstPartyCalls {
+		b.Logf("%-18s round-robin / alone %.2f", callName(c.tool, c.args), median(perCall[i]))
+	}
+}
+
+// median returns the median of v (v is reordered).
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}

@@ -33,6 +33,7 @@ type Host struct {
 	native  *native.Runner
 	cat     catalogue
 	health  health
+	warming backgroundWarm // WarmInBackground (warm.go)
 	closers []func(context.Context) error
 
 	// life is cancelled by Close: preparations run under it (never under

@@ -40,10 +40,25 @@ type prepared struct {
 // context. The error is the caller's (CANCELLED / TIMEOUT) or the host's
 // (closed); a load error is in prepared.err.
 func (h *Host) prepare(ctx context.Context, t *manifest.Tool) (*prepared, *abi.Error) {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
+	p := h.startPrepare(t)
+	if p == nil {
 		return nil, closedError()
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return nil, callerError(ctx, 0, "while the tool was being prepared")
+	}
+	return p, nil
+}
+
+// startPrepare starts the preparation of t unless it has started, and
+// returns it without waiting; nil once the host is closed.
+func (h *Host) startPrepare(t *manifest.Tool) *prepared {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
 	}
 	p := h.prepared[t]
 	if p == nil {
@@ -51,13 +66,7 @@ func (h *Host) prepare(ctx context.Context, t *manifest.Tool) (*prepared, *abi.E
 		h.prepared[t] = p
 		go h.build(t, p)
 	}
-	h.mu.Unlock()
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		return nil, callerError(ctx, 0, "while the tool was being prepared")
-	}
-	return p, nil
+	return p
 }
 
 // build prepares t. A preparation cut short by Close is forgotten, so the

@@ -52,7 +52,11 @@ func runExec(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer h.Close(ctx)
+	// Exec prepares every tool the output names at once; the warm-up
+	// here only shows how that goes when it takes a while.
+	stop := e.warmWithProgress(ctx, h, h.ExecTools(string(in)))
 	turn := h.Exec(ctx, string(in))
+	stop()
 	if err := e.printJSON(turnResult(turn)); err != nil {
 		return err
 	}
