@@ -17,7 +17,7 @@ func (s *Server) routes() []route {
 		{Method: "GET", Path: "/v1/profiles", Summary: "the tenant's agent profiles", Scope: ScopeSessions, Response: ProfileList{}, handle: s.listProfiles},
 		{Method: "GET", Path: "/healthz", Summary: "liveness", Response: Health{}, handle: s.healthz},
 		{Method: "GET", Path: "/readyz", Summary: "readiness: 503 while draining or when the store does not answer", Response: Health{}, handle: s.readyz},
-		{Method: "GET", Path: "/metrics", Summary: "Prometheus metrics", Scope: ScopeAdmin, handle: s.metricsHandler},
+		{Method: "GET", Path: "/metrics", Summary: "Prometheus metrics: the tenant's series (admin), everything (operator)", Scope: ScopeAdmin, handle: s.metricsHandler},
 		{Method: "GET", Path: "/openapi.json", Summary: "this document", Scope: ScopeCall, handle: s.openapi},
 		{Method: "GET", Path: "/v1/tools", Summary: "the tools a model may call", Scope: ScopeCall, Response: ToolList{}, handle: s.listTools},
 		{Method: "GET", Path: "/v1/tools/{id}", Summary: "one tool", Scope: ScopeCall, Response: ToolInfo{}, handle: s.getTool},

@@ -65,8 +65,9 @@ type Options struct {
 	// QueueDepth, when set, reports the calls waiting for a worker (the
 	// agenthost_queue_depth gauge).
 	QueueDepth func() (int64, error)
-	// Collectors are more Prometheus collectors shown at /metrics (the
-	// queue's count of rejected messages, with Remote).
+	// Collectors are more Prometheus collectors shown at /metrics to the
+	// operator scope, with the process's metrics (the queue's count of
+	// rejected messages, with Remote).
 	Collectors []prometheus.Collector
 }
 
