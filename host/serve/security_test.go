@@ -2,6 +2,9 @@ package serve_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +13,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
@@ -121,6 +128,57 @@ func TestJWKSURL(t *testing.T) {
 			_, err := serve.NewAuthenticatorFile(&serve.AuthFile{JWT: &serve.JWTConfig{JWKS: tc.url, Issuer: "https://idp.example", Audience: "agenthost"}})
 			if (err == nil) != tc.ok {
 				t.Fatalf("%s: %v, want ok=%v", tc.url, err, tc.ok)
+			}
+		})
+	}
+}
+
+// TestJWKSRedirect pins redirects of the key set's address: each hop is
+// held to the same rule as the address, so a loopback key set that
+// redirects to an address the rule refuses (here one with user info)
+// yields no keys and its tokens are refused.
+func TestJWKSRedirect(t *testing.T) {
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	var srvURL string
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/moved":
+			http.Redirect(w, r, strings.Replace(srvURL, "http://", "http://someone@", 1)+"/keys", http.StatusFound)
+		case "/elsewhere":
+			http.Redirect(w, r, "/keys", http.StatusFound)
+		default:
+			json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
+		}
+	}))
+	defer jwks.Close()
+	srvURL = jwks.URL
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jwt.Signed(signer).Claims(map[string]any{"iss": "https://idp.example", "aud": "agenthost", "exp": time.Now().Add(time.Hour).Unix(), "tenant": "acme", "scope": "call"}).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		want int
+	}{{"/elsewhere", 200}, {"/moved", 401}} {
+		t.Run(tc.path, func(t *testing.T) {
+			auth, err := serve.NewAuthenticatorFile(&serve.AuthFile{JWT: &serve.JWTConfig{JWKS: jwks.URL + tc.path, Issuer: "https://idp.example", Audience: "agenthost"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := authServer(t, auth)
+			req, _ := http.NewRequest("GET", srv.URL+"/v1/tools", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("%d, want %d", resp.StatusCode, tc.want)
 			}
 		})
 	}
