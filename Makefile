@@ -57,6 +57,7 @@ fuzz: ## run each fuzz target for 10s (FUZZTIME=...)
 	$(GO) test -run '^$$' -fuzz '^FuzzEdge$$' -fuzztime $(FUZZTIME) ./host/mcp
 	$(GO) test -run '^$$' -fuzz '^FuzzMemTmp$$' -fuzztime $(FUZZTIME) ./host/internal/sandboxfs
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME) ./host/credential
+	$(GO) test -run '^$$' -fuzz '^FuzzArchive$$' -fuzztime $(FUZZTIME) ./host/toolpack
 
 lint: ## go vet (host, macOS, Windows and wasip1) and staticcheck
 	$(GO) vet ./...

@@ -116,25 +116,20 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	if len(trusted) == 0 {
 		return usageError{"no trusted keys: give --trusted FILE or a policy with trustedKeys"}
 	}
-	dir := args[0]
-	if strings.HasSuffix(dir, archiveSuffix) {
-		tmp, err := os.MkdirTemp("", "agenthost-verify-")
-		if err != nil {
-			return err
+	var v *toolpack.Verified
+	var err error
+	if strings.HasSuffix(args[0], archiveSuffix) {
+		// The signature is checked before any file is inflated; the
+		// files are then hashed as they stream by, never written.
+		f, oerr := os.Open(args[0])
+		if oerr != nil {
+			return usageError{oerr.Error()}
 		}
-		defer os.RemoveAll(tmp)
-		f, err := os.Open(dir)
-		if err != nil {
-			return usageError{err.Error()}
-		}
-		err = toolpack.Unpack(f, filepath.Join(tmp, "pack"))
+		v, err = toolpack.VerifyArchive(f, trusted, time.Now())
 		f.Close()
-		if err != nil {
-			return reportVerify(e, nil, &toolpack.VerifyError{Dir: args[0], Reason: "bad archive", Detail: err.Error()})
-		}
-		dir = filepath.Join(tmp, "pack")
+	} else {
+		v, err = toolpack.Verify(args[0], trusted, time.Now())
 	}
-	v, err := toolpack.Verify(dir, trusted, time.Now())
 	var ve *toolpack.VerifyError
 	if errors.As(err, &ve) {
 		ve.Dir = args[0]
@@ -165,19 +160,44 @@ func reportVerify(e *env, v *toolpack.Verified, err error) error {
 // archiveDir returns the folder an archive --dir is unpacked into: under
 // the cache, named by the archive's SHA-256, unpacked once (a host that
 // requires signatures verifies that folder on every load, so a cache
-// edited after verification does not load).
+// edited after verification does not load). With trusted (a policy that
+// requires signatures), the archive's signature is checked before any
+// file is unpacked; only indexed files are, with their sizes and digests.
 func (e *env) archiveDir(archive, cacheExplicit string) (string, error) {
+	trusted, err := e.requiredSigners()
+	if err != nil {
+		return "", err
+	}
 	data, err := os.ReadFile(archive)
 	if err != nil {
 		return "", usageError{err.Error()}
 	}
 	sum := sha256.Sum256(data)
 	return cachedPack(cacheExplicit, hex.EncodeToString(sum[:]), func(dir string) error {
-		if err := toolpack.Unpack(bytes.NewReader(data), dir); err != nil {
-			return fmt.Errorf("%s: %w", archive, err)
+		if _, err := toolpack.UnpackWith(bytes.NewReader(data), dir, toolpack.ArchiveOptions{Trusted: trusted}); err != nil {
+			return archiveError(archive, err)
 		}
 		return nil
 	})
+}
+
+// archiveError names the archive a VerifyError is about.
+func archiveError(name string, err error) error {
+	var ve *toolpack.VerifyError
+	if errors.As(err, &ve) {
+		ve.Dir = name
+	}
+	return err
+}
+
+// requiredSigners are the keys the policy trusts when it requires
+// signatures; nil when it does not require them.
+func (e *env) requiredSigners() ([]toolpack.Signer, error) {
+	p, err := e.loadPolicy()
+	if err != nil || !p.RequireSignature {
+		return nil, err
+	}
+	return p.Signers(), nil
 }
 
 // cachedPack returns <cache>/toolpacks/<name>, filling it with fill the
@@ -255,7 +275,7 @@ func pullCommand() command {
 			if len(args) != 1 || e.out == "" {
 				return usageError{"pull takes one reference and -o DIR"}
 			}
-			digest, err := pullInto(ctx, args[0], false, e.out)
+			digest, err := pullInto(ctx, args[0], false, e.out, nil)
 			if err != nil {
 				return err
 			}
@@ -282,20 +302,19 @@ func archiveBytes(path string) ([]byte, error) {
 }
 
 // pullInto fetches ref and unpacks it into dest (which must not exist),
-// adding the newest attached signature when the archive holds none.
-func pullInto(ctx context.Context, ref string, pinned bool, dest string) (string, error) {
+// adding the newest attached signature when the archive holds none. With
+// trusted, that signature is checked before any file is unpacked.
+func pullInto(ctx context.Context, ref string, pinned bool, dest string, trusted []toolpack.Signer) (string, error) {
 	p, err := ocipack.Pull(ctx, ref, pinned, ocipack.Options{})
 	if err != nil {
 		return "", err
 	}
-	if err := toolpack.Unpack(bytes.NewReader(p.Archive), dest); err != nil {
-		return "", err
+	o := toolpack.ArchiveOptions{Trusted: trusted}
+	if len(p.Signatures) > 0 {
+		o.Signature = p.Signatures[len(p.Signatures)-1]
 	}
-	sigPath := filepath.Join(dest, toolpack.SignatureFile)
-	if _, err := os.Stat(sigPath); errors.Is(err, os.ErrNotExist) && len(p.Signatures) > 0 {
-		if err := os.WriteFile(sigPath, p.Signatures[len(p.Signatures)-1], 0o644); err != nil {
-			return "", err
-		}
+	if _, err := toolpack.UnpackWith(bytes.NewReader(p.Archive), dest, o); err != nil {
+		return "", archiveError(ref, err)
 	}
 	return p.Digest, nil
 }
@@ -309,8 +328,12 @@ func (e *env) ociDir(ctx context.Context, ref, cacheExplicit string) (string, er
 	if !ok || !strings.HasPrefix(digest, "sha256:") || len(digest) != len("sha256:")+64 {
 		return "", usageError{fmt.Sprintf("--dir %s%s: pin the toolpack by digest (oci://registry/repository@sha256:…); a tag can move after review", ociPrefix, ref)}
 	}
+	trusted, err := e.requiredSigners()
+	if err != nil {
+		return "", err
+	}
 	return cachedPack(cacheExplicit, "oci-"+strings.TrimPrefix(digest, "sha256:"), func(dir string) error {
-		_, err := pullInto(ctx, ref, true, dir)
+		_, err := pullInto(ctx, ref, true, dir, trusted)
 		return err
 	})
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -214,5 +216,78 @@ func TestTrustPlainKeys(t *testing.T) {
 	}
 	if code, out := cli("verify", pack, "--trusted", other+".pub"); code != 1 || !strings.Contains(out, "untrusted key") {
 		t.Fatalf("verify --trusted OTHER.pub: %d %s", code, out)
+	}
+}
+
+// TestArchiveCheckedFirst: an archive is checked before it is unpacked.
+// Under a policy requiring signatures, --dir of an archive signed by an
+// untrusted key (carrying a 64 MiB entry no index lists) is refused and
+// leaves nothing in the cache; without that policy, the unindexed entry
+// is refused all the same; verify never unpacks it.
+func TestArchiveCheckedFirst(t *testing.T) {
+	tmp := t.TempDir()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	trustedSigner, _ := ssh.NewSignerFromKey(priv)
+	_, otherPriv, _ := ed25519.GenerateKey(rand.Reader)
+	mallory, _ := ssh.NewSignerFromKey(otherPriv)
+	allowed := filepath.Join(tmp, "allowed")
+	os.WriteFile(allowed, ssh.MarshalAuthorizedKey(trustedSigner.PublicKey()), 0o644)
+	pack := filepath.Join(tmp, "core")
+	copyFiles(t, "core", pack, "echo.tool.json", "echo.wasm")
+	if _, err := toolpack.Sign(pack, mallory); err != nil {
+		t.Fatal(err)
+	}
+	var packed bytes.Buffer
+	if _, err := toolpack.Pack(pack, &packed); err != nil {
+		t.Fatal(err)
+	}
+	// The same archive with a 64 MiB entry of zeros appended.
+	var hostile bytes.Buffer
+	gz := gzip.NewWriter(&hostile)
+	tw := tar.NewWriter(gz)
+	zr, _ := gzip.NewReader(bytes.NewReader(packed.Bytes()))
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		tw.WriteHeader(h)
+		io.Copy(tw, tr)
+	}
+	tw.WriteHeader(&tar.Header{Name: "bomb", Mode: 0o644, Size: 64 << 20, Typeflag: tar.TypeReg})
+	tw.Write(make([]byte, 64<<20))
+	tw.Close()
+	gz.Close()
+	archive := filepath.Join(tmp, "hostile.tar.gz")
+	os.WriteFile(archive, hostile.Bytes(), 0o644)
+	requiring := filepath.Join(tmp, "requiring.json")
+	quoted, _ := json.Marshal(strings.TrimSpace(string(ssh.MarshalAuthorizedKey(trustedSigner.PublicKey()))))
+	os.WriteFile(requiring, []byte(`{"requireSignature": true, "trustedKeys": [`+string(quoted)+`]}`), 0o644)
+	open := filepath.Join(tmp, "open.json")
+	os.WriteFile(open, []byte(`{}`), 0o644)
+	cli := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"--dir, signatures required", []string{"--policy", requiring, "--dir", archive, "list"}, "untrusted key"},
+		{"--dir, no signature required", []string{"--policy", open, "--dir", archive, "list"}, "added bomb"},
+		{"verify", []string{"verify", archive, "--trusted", allowed}, "untrusted key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := filepath.Join(t.TempDir(), "cache")
+			if code, out := cli(append([]string{"--cache-dir", cache}, tc.args...)...); code == 0 || !strings.Contains(out, tc.want) {
+				t.Fatalf("%d %s", code, out)
+			}
+			if packs, _ := os.ReadDir(filepath.Join(cache, "toolpacks")); len(packs) != 0 {
+				t.Fatalf("the refused archive is in the cache: %v", packs)
+			}
+		})
 	}
 }

@@ -138,10 +138,19 @@ func ParseIndex(data []byte) (*Index, error) {
 	if x.Version != 1 {
 		return nil, fmt.Errorf("%s: version %d; this host reads version 1", IndexFile, x.Version)
 	}
+	if len(x.Files) > MaxFiles {
+		return nil, fmt.Errorf("%s: %d files; the limit is %d", IndexFile, len(x.Files), MaxFiles)
+	}
 	seen := map[string]bool{}
 	for _, f := range x.Files {
-		if f.Path == "" || strings.HasPrefix(f.Path, "/") || strings.Contains(f.Path, "\\") || hasDotDot(f.Path) {
+		if f.Path == "" || strings.HasPrefix(f.Path, "/") || strings.Contains(f.Path, "\\") || hasDotDot(f.Path) || f.Path == IndexFile || f.Path == SignatureFile {
 			return nil, fmt.Errorf("%s: bad path %q", IndexFile, f.Path)
+		}
+		if f.Size < 0 || f.Size > MaxFileBytes {
+			return nil, fmt.Errorf("%s: %s: size %d; the limit is %d", IndexFile, f.Path, f.Size, MaxFileBytes)
+		}
+		if b, err := hex.DecodeString(f.SHA256); err != nil || len(b) != sha256.Size {
+			return nil, fmt.Errorf("%s: %s: %q is not a SHA-256 in hex", IndexFile, f.Path, f.SHA256)
 		}
 		if seen[f.Path] {
 			return nil, fmt.Errorf("%s: %q is listed twice", IndexFile, f.Path)

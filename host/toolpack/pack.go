@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -89,59 +88,4 @@ func packIndex(dir string) (*Index, error) {
 		return idx, errors.New("pack: " + IndexFile + " is not in canonical form; sign the folder again")
 	}
 	return idx, nil
-}
-
-// Unpack extracts a toolpack archive into dest (which must not exist):
-// regular files only, no absolute paths or "..", at most MaxFiles files
-// of MaxFileBytes each.
-func Unpack(r io.Reader, dest string) error {
-	gz, err := gzip.NewReader(r)
-	if err != nil {
-		return fmt.Errorf("unpack: not a gzip archive: %w", err)
-	}
-	tr := tar.NewReader(gz)
-	if err := os.Mkdir(dest, 0o755); err != nil {
-		return fmt.Errorf("unpack: %w", err)
-	}
-	n := 0
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("unpack: %w", err)
-		}
-		if n++; n > MaxFiles+2 {
-			return fmt.Errorf("unpack: more than %d files", MaxFiles)
-		}
-		if h.Typeflag != tar.TypeReg {
-			return fmt.Errorf("unpack: %s: only regular files may be in a toolpack", h.Name)
-		}
-		if h.Name == "" || strings.HasPrefix(h.Name, "/") || strings.Contains(h.Name, "\\") || hasDotDot(h.Name) {
-			return fmt.Errorf("unpack: %q: a bad path", h.Name)
-		}
-		if h.Size > MaxFileBytes {
-			return fmt.Errorf("unpack: %s: %d bytes; the limit is %d", h.Name, h.Size, MaxFileBytes)
-		}
-		p := filepath.Join(dest, filepath.FromSlash(h.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fmt.Errorf("unpack: %w", err)
-		}
-		mode := os.FileMode(0o644)
-		if h.Mode&0o111 != 0 {
-			mode = 0o755
-		}
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-		if err != nil {
-			return fmt.Errorf("unpack: %w", err)
-		}
-		_, err = io.Copy(f, io.LimitReader(tr, MaxFileBytes))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("unpack: %w", err)
-		}
-	}
 }

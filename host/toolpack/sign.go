@@ -325,6 +325,42 @@ func Verify(dir string, trusted []Signer, now time.Time) (*Verified, error) {
 	if err != nil {
 		return fail("bad index", "%v", err)
 	}
+	v, err := checkSignature(dir, raw, idx, armored, trusted, now)
+	if err != nil {
+		return nil, err
+	}
+	added, changed, removed, err := idx.Diff(dir)
+	if err != nil {
+		return fail("files changed", "%v", err)
+	}
+	if len(added)+len(changed)+len(removed) > 0 {
+		var parts []string
+		if len(added) > 0 {
+			parts = append(parts, "added "+strings.Join(added, ", "))
+		}
+		if len(changed) > 0 {
+			parts = append(parts, "changed "+strings.Join(changed, ", "))
+		}
+		if len(removed) > 0 {
+			parts = append(parts, "removed "+strings.Join(removed, ", "))
+		}
+		return fail("files changed", "since signing: %s", strings.Join(parts, "; "))
+	}
+	return v, nil
+}
+
+// checkSignature checks that armored is a signature of raw (the index
+// idx) for the toolpack namespace by a key trusted for it at now.
+func checkSignature(dir string, raw []byte, idx *Index, armored []byte, trusted []Signer, now time.Time) (*Verified, error) {
+	fail := func(reason, format string, args ...any) (*Verified, error) {
+		return nil, &VerifyError{Dir: dir, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+	}
+	if armored == nil {
+		return fail("unsigned", "no %s", SignatureFile)
+	}
+	if now.IsZero() {
+		now = time.Now()
+	}
 	sig, err := sshsig.Unarmor(armored)
 	if err != nil {
 		return fail("bad signature", "%s is not an SSH signature: %v", SignatureFile, err)
@@ -354,23 +390,6 @@ func Verify(dir string, trusted []Signer, now time.Time) (*Verified, error) {
 	}
 	if err := sshsig.Verify(bytes.NewReader(raw), sig, sig.PublicKey, sig.HashAlgorithm, Namespace); err != nil {
 		return fail("bad signature", "%s does not match its signature (it was changed after signing, or the signature is not for it): %v", IndexFile, err)
-	}
-	added, changed, removed, err := idx.Diff(dir)
-	if err != nil {
-		return fail("files changed", "%v", err)
-	}
-	if len(added)+len(changed)+len(removed) > 0 {
-		var parts []string
-		if len(added) > 0 {
-			parts = append(parts, "added "+strings.Join(added, ", "))
-		}
-		if len(changed) > 0 {
-			parts = append(parts, "changed "+strings.Join(changed, ", "))
-		}
-		if len(removed) > 0 {
-			parts = append(parts, "removed "+strings.Join(removed, ", "))
-		}
-		return fail("files changed", "since signing: %s", strings.Join(parts, "; "))
 	}
 	return &Verified{Index: idx, Principal: who.Principals[0], Fingerprint: fp}, nil
 }

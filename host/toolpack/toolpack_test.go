@@ -4,6 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -368,4 +371,209 @@ func TestPlainKeys(t *testing.T) {
 			t.Errorf("%v: %v, want %q", tc.entries, err, tc.want)
 		}
 	}
+}
+
+// entry is one tar entry of a hand-made archive.
+type entry struct {
+	name string
+	data []byte
+	typ  byte  // 0: a regular file
+	size int64 // 0: len(data)
+}
+
+// archive writes entries as a .tar.gz.
+func archive(t testing.TB, entries ...entry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.data)), Typeflag: e.typ, Format: tar.FormatPAX}
+		if h.Typeflag == 0 {
+			h.Typeflag = tar.TypeReg
+		}
+		if h.Typeflag == tar.TypeSymlink {
+			h.Linkname, h.Size = "/etc/passwd", 0
+		}
+		if e.size != 0 {
+			h.Size = e.size
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(e.data); err != nil && e.size == 0 {
+			t.Fatal(err)
+		}
+	}
+	tw.Flush()
+	gz.Close()
+	return buf.Bytes()
+}
+
+// counting counts the bytes read through it.
+type counting struct {
+	r io.Reader
+	n int
+}
+
+func (c *counting) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// indexOf returns the index bytes listing files.
+func indexOf(files map[string][]byte) []byte {
+	idx := &toolpack.Index{Version: 1}
+	for name, data := range files {
+		sum := sha256.Sum256(data)
+		idx.Files = append(idx.Files, toolpack.Entry{Path: name, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))})
+	}
+	return idx.Marshal()
+}
+
+// TestArchiveHostile feeds hostile archives to Unpack and UnpackWith:
+// each is refused with its reason, leaves no folder behind, and a
+// signature that does not verify stops the read before the files (a
+// 64 MiB entry after it is never inflated).
+func TestArchiveHostile(t *testing.T) {
+	kg := needSSHKeygen(t)
+	key, pub := newKey(t, kg, "alice")
+	_, otherPub := newKey(t, kg, "mallory")
+	signer, _ := toolpack.LoadPrivateKey(key)
+	dir := newPack(t)
+	if _, err := toolpack.Sign(dir, signer); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	idx, sig := read(toolpack.IndexFile), read(toolpack.SignatureFile)
+	files := []entry{{name: "echo.tool.json", data: read("echo.tool.json")}, {name: "echo.wasm", data: read("echo.wasm")}, {name: "sub/notes.md", data: read("sub/notes.md")}}
+	good := append([]entry{{name: toolpack.IndexFile, data: idx}, {name: toolpack.SignatureFile, data: sig}}, files...)
+	bomb := entry{name: "bomb", data: make([]byte, 64<<20)}
+	small := map[string][]byte{"a": []byte("a")}
+	over := &toolpack.Index{Version: 1}
+	for i := range 3 {
+		over.Files = append(over.Files, toolpack.Entry{Path: fmt.Sprint(i), SHA256: strings.Repeat("0", 64), Size: toolpack.MaxFileBytes})
+	}
+	huge := over.Marshal()
+	trusted, untrusted := signers(t, "alice "+pub), signers(t, "mallory "+otherPub)
+	tests := []struct {
+		name    string
+		entries []entry
+		trusted []toolpack.Signer
+		reason  string
+		detail  string
+	}{
+		{"an unindexed entry", append(append([]entry{}, good...), bomb), nil, "files changed", "added bomb"},
+		{"larger than indexed", []entry{{name: toolpack.IndexFile, data: indexOf(small)}, {name: "a", data: make([]byte, 64<<20)}}, nil, "files changed", "67108864 bytes in the archive, 1 in the index"},
+		{"another digest", []entry{{name: toolpack.IndexFile, data: indexOf(small)}, {name: "a", data: []byte("b")}}, nil, "files changed", "changed a"},
+		{"over the total cap", []entry{{name: toolpack.IndexFile, data: huge}}, nil, "bad archive", "the limit is 536870912"},
+		{"no index first", append([]entry{bomb}, good...), nil, "bad archive", "starts with toolpack.json"},
+		{"a file missing", good[:3], nil, "files changed", "removed echo.wasm, sub/notes.md"},
+		{"a file twice", append(append([]entry{}, good...), files[0]), nil, "files changed", "added echo.tool.json"},
+		{"a symlink", append(append([]entry{}, good[:2]...), entry{name: "echo.wasm", typ: tar.TypeSymlink}), nil, "bad archive", "only regular files"},
+		{"a bad index path", []entry{{name: toolpack.IndexFile, data: indexOf(map[string][]byte{"../evil": nil})}}, nil, "bad index", "bad path"},
+		{"unsigned, then a bomb", []entry{{name: toolpack.IndexFile, data: idx}, bomb}, trusted, "unsigned", "no toolpack.json.sig"},
+		{"untrusted, then a bomb", append(append([]entry{}, good[:2]...), bomb), untrusted, "untrusted key", "not in the allowed signers"},
+		{"not gzip", nil, nil, "bad archive", "not a gzip stream"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data := []byte("plain text")
+			if tc.entries != nil {
+				data = archive(t, tc.entries...)
+			}
+			c := &counting{r: bytes.NewReader(data)}
+			dest := filepath.Join(t.TempDir(), "x")
+			var err error
+			if tc.trusted == nil {
+				err = toolpack.Unpack(c, dest)
+			} else {
+				_, err = toolpack.UnpackWith(c, dest, toolpack.ArchiveOptions{Trusted: tc.trusted})
+			}
+			ve, ok := err.(*toolpack.VerifyError)
+			if !ok || ve.Reason != tc.reason || !strings.Contains(ve.Detail, tc.detail) {
+				t.Fatalf("got %v, want %s: …%s…", err, tc.reason, tc.detail)
+			}
+			if _, err := os.Stat(dest); !os.IsNotExist(err) {
+				t.Fatalf("a refused archive left %s behind", dest)
+			}
+			if tc.trusted != nil && c.n > 16<<10 {
+				t.Fatalf("read %d of %d compressed bytes past a signature that does not verify", c.n, len(data))
+			}
+			if _, err := toolpack.VerifyArchive(bytes.NewReader(data), trusted, time.Now()); err == nil {
+				t.Fatal("VerifyArchive accepted it")
+			}
+		})
+	}
+	// The archive Pack writes reads back, verified, with the files as signed.
+	var packed bytes.Buffer
+	if _, err := toolpack.Pack(dir, &packed); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "ok")
+	v, err := toolpack.UnpackWith(bytes.NewReader(packed.Bytes()), dest, toolpack.ArchiveOptions{Trusted: trusted})
+	if err != nil || v.Principal != "alice" {
+		t.Fatalf("%+v %v", v, err)
+	}
+	if _, err := toolpack.Verify(dest, trusted, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := toolpack.VerifyArchive(bytes.NewReader(packed.Bytes()), trusted, time.Now()); err != nil || len(v.Index.Files) != 3 {
+		t.Fatalf("%+v %v", v, err)
+	}
+	// A signature from elsewhere (a registry's referrer) stands in for a missing one.
+	unsigned := archive(t, append([]entry{{name: toolpack.IndexFile, data: idx}}, files...)...)
+	dest = filepath.Join(t.TempDir(), "ref")
+	if _, err := toolpack.UnpackWith(bytes.NewReader(unsigned), dest, toolpack.ArchiveOptions{Trusted: trusted, Signature: sig}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := toolpack.Verify(dest, trusted, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzArchive: any bytes are refused or read back as exactly the files
+// their index lists; never a panic, never a file outside dest.
+func FuzzArchive(f *testing.F) {
+	dir := f.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.tool.json"), []byte(`{}`), 0o644)
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "sub", "b"), []byte("b"), 0o755)
+	var packed bytes.Buffer
+	if _, err := toolpack.Pack(dir, &packed); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(packed.Bytes())
+	f.Add(archive(f, entry{name: toolpack.IndexFile, data: indexOf(map[string][]byte{"a": []byte("a")})}, entry{name: "a", data: []byte("a")}))
+	f.Add(archive(f, entry{name: toolpack.IndexFile, data: []byte(`{"version":1,"files":[{"path":"../x","sha256":"","size":1}]}`)}))
+	f.Add([]byte("\x1f\x8b"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		root := t.TempDir()
+		dest := filepath.Join(root, "x")
+		v, err := toolpack.UnpackWith(bytes.NewReader(data), dest, toolpack.ArchiveOptions{})
+		if err != nil {
+			if _, serr := os.Stat(dest); !os.IsNotExist(serr) {
+				t.Fatalf("refused (%v) but left %s", err, dest)
+			}
+			return
+		}
+		added, changed, removed, derr := v.Index.Diff(dest)
+		if derr != nil || len(added)+len(changed)+len(removed) > 0 {
+			t.Fatalf("unpacked other files than indexed: %v %v %v %v", added, changed, removed, derr)
+		}
+		ents, _ := os.ReadDir(root)
+		if len(ents) != 1 {
+			t.Fatalf("wrote outside dest: %v", ents)
+		}
+		if _, err := toolpack.VerifyArchive(bytes.NewReader(data), []toolpack.Signer{}, time.Now()); err == nil {
+			t.Fatal("an unsigned archive verified")
+		}
+	})
 }
