@@ -169,6 +169,11 @@ func TestServeWorkspaceRefused(t *testing.T) {
 			"shared/b.yaml": "workspace: ../b-files\n",
 			"b-files/x.md":  "x",
 		}, nil, `the policy of tenant "b"`},
+		{"workspace holding the global policy", map[string]string{
+			"auth.yaml":          auth("  a: {policy: a/a.yaml}\n  b: {}\n"),
+			"a/a.yaml":           "workspace: ../shared\n",
+			"shared/global.yaml": "fileAccess: {allowRead: ['**']}\n",
+		}, []string{"--policy", "shared/global.yaml"}, "the global policy"},
 		{"one workspace inside another", map[string]string{
 			"auth.yaml":    auth("  a: {policy: a/a.yaml}\n  b: {policy: b/b.yaml}\n"),
 			"a/a.yaml":     "workspace: ../files\n",
