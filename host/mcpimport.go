@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/registry"
 	"github.com/agenthost/agenthost/host/runner/mcpclient"
 	"github.com/agenthost/agenthost/host/runner/script"
+	"github.com/agenthost/agenthost/host/wire"
 )
 
 // startMCP builds the runner of imported tools when the policy names MCP
@@ -32,7 +34,9 @@ func (h *Host) startMCP(sr *script.Runner) error {
 		},
 	})
 	h.runners[manifest.HandlerMCP] = h.mcp
-	h.closers = append(h.closers, func(context.Context) error { return h.mcp.Close() })
+	// First: the servers' processes run under the script runner, whose
+	// Close removes their scratch folders.
+	h.closers = append([]func(context.Context) error{func(context.Context) error { return h.mcp.Close() }}, h.closers...)
 	return nil
 }
 
@@ -115,5 +119,32 @@ func (h *Host) importedTools() ([]*manifest.Tool, []registry.Failure) {
 			tools = append(tools, t)
 		}
 	}
-	return tools, failures
+	return dropColliding(tools, failures)
+}
+
+// dropColliding leaves out the imported tools whose wire names collide
+// (a.b and a_b of one server, or s.a_b and s_a.b of two): a model or an
+// MCP client could not tell them apart, and one such pair would fail
+// every agent run and schema export. Each is a load failure naming all.
+func dropColliding(tools []*manifest.Tool, failures []registry.Failure) ([]*manifest.Tool, []registry.Failure) {
+	ids := make([]string, len(tools))
+	for i, t := range tools {
+		ids[i] = t.ToolID
+	}
+	clash := wire.Collisions(ids)
+	if len(clash) == 0 {
+		return tools, failures
+	}
+	kept := tools[:0:0]
+	for _, t := range tools {
+		n := wire.Name(t.ToolID)
+		group, ok := clash[n]
+		if !ok {
+			kept = append(kept, t)
+			continue
+		}
+		failures = append(failures, registry.Failure{Path: t.Path, ToolID: t.ToolID,
+			Err: &manifest.Error{Path: t.Path, Reason: fmt.Sprintf("the tools %s share the wire name %q (what models and MCP clients call them), so none of them loads; rename one on its server or remove the server", strings.Join(group, " and "), n)}})
+	}
+	return kept, failures
 }

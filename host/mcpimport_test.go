@@ -14,6 +14,7 @@ import (
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/runner/mcpclient"
 	"github.com/agenthost/agenthost/host/runner/script"
+	"github.com/agenthost/agenthost/host/wire"
 )
 
 // mcpTestServer builds the test MCP server (host/runner/mcpclient/
@@ -35,7 +36,15 @@ func mcpTestServer(t testing.TB) (string, []mcpclient.Definition) {
 	if err := os.WriteFile(filepath.Join(dir, "description.txt"), []byte("Echoes its text."), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := hosttest.Policy(t, "mcpServers:\n  demo:\n    command: "+bin+"\n    cwd: "+dir+"\n")
+	return bin, mcpDefinitions(t, bin)
+}
+
+// mcpDefinitions returns the tool definitions the test server offers when
+// started with args.
+func mcpDefinitions(t testing.TB, bin string, args ...string) []mcpclient.Definition {
+	t.Helper()
+	a, _ := json.Marshal(append([]string{}, args...))
+	p := hosttest.Policy(t, "mcpServers:\n  demo:\n    command: "+bin+"\n    args: "+string(a)+"\n")
 	h, err := host.New(context.Background(), host.Options{Policy: p, CacheDir: hosttest.CacheDir(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +54,7 @@ func mcpTestServer(t testing.TB) (string, []mcpclient.Definition) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bin, defs
+	return defs
 }
 
 // mcpHost writes policy doc to pdir/policy.yaml, pins defs as the tools
@@ -189,5 +198,42 @@ func TestMCPServerNoIdmap(t *testing.T) {
 				t.Fatalf("readable %v, want %v: %s", got, tc.readable, raw)
 			}
 		})
+	}
+}
+
+// TestMCPImportWireCollision: a server offering a.b and a_b (one wire
+// name) loads neither, with a load failure naming both; its other tools
+// load and run, and the catalogue maps to wire names (what every agent
+// run and the schema export do) without error.
+func TestMCPImportWireCollision(t *testing.T) {
+	bin, _ := mcpTestServer(t)
+	defs := mcpDefinitions(t, bin, "--colliding")
+	h := mcpHost(t, t.TempDir(), "mcpServers:\n  demo:\n    command: "+bin+"\n    args: [--colliding]\n", defs)
+	var named int
+	for _, f := range h.Failures() {
+		if strings.Contains(f.Error(), "mcp:demo.a.b and mcp:demo.a_b") && strings.Contains(f.Error(), "mcp__demo_a_b") {
+			named++
+		}
+	}
+	if named != 2 {
+		t.Fatalf("want a failure naming both for each of the two tools, got %v", h.Failures())
+	}
+	var ids []string
+	for _, tl := range h.Tools() {
+		if tl.ToolID == "mcp:demo.a.b" || tl.ToolID == "mcp:demo.a_b" {
+			t.Fatalf("%s loaded", tl.ToolID)
+		}
+		ids = append(ids, tl.ToolID)
+	}
+	if _, err := wire.NewTable(ids); err != nil {
+		t.Fatalf("the catalogue's wire names: %v", err)
+	}
+	for _, id := range []string{"mcp:demo.a.b", "mcp:demo.a_b"} {
+		if env := h.Call(context.Background(), id, nil); env.Error == nil {
+			t.Fatalf("%s ran", id)
+		}
+	}
+	if env := h.Call(context.Background(), "mcp:demo.echo", json.RawMessage(`{"text":"still"}`)); env.Error != nil || string(env.Output) != `"still"` {
+		t.Fatalf("echo: %+v %s", env.Error, env.Output)
 	}
 }

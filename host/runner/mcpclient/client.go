@@ -61,10 +61,10 @@ type Runner struct {
 }
 
 type server struct {
-	mu       sync.Mutex
-	session  *sdk.ClientSession
-	cancel   context.CancelFunc
-	proc     *script.Process
+	mu      sync.Mutex
+	session *sdk.ClientSession
+	// stop ends the session and releases what it holds (see Connect).
+	stop     func()
 	verdicts map[string]string // tool → why it must not run ("" = fine)
 	failures int
 	retryAt  time.Time
@@ -87,7 +87,8 @@ func New(o Options) *Runner {
 	return r
 }
 
-// Close stops every server.
+// Close stops every server and returns once their processes have exited
+// and their pipes and connections are closed.
 func (r *Runner) Close() error {
 	r.stop()
 	r.mu.Lock()
@@ -124,20 +125,17 @@ func (r *Runner) reap() {
 }
 
 func (s *server) shutdown() {
-	if s.session != nil {
-		s.session.Close()
-		s.session = nil
+	if s.stop != nil {
+		s.stop()
 	}
-	if s.cancel != nil {
-		s.cancel()
-		s.cancel = nil
-	}
-	s.proc = nil
+	s.session, s.stop = nil, nil
 }
 
 // Connect starts or reaches the server and returns a session with its
-// tool definitions (for pinning and diffs). The caller closes it.
-func (r *Runner) Connect(ctx context.Context, name string) (*sdk.ClientSession, []Definition, func(), error) {
+// tool definitions (for pinning and diffs). The caller calls stop, which
+// closes the session, ends the server's process and waits for it to exit
+// (its pipes closed), and closes idle HTTP connections.
+func (r *Runner) Connect(ctx context.Context, name string) (_ *sdk.ClientSession, _ []Definition, _ func(), err error) {
 	cfg, ok := r.o.Policy.MCPServers[name]
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("mcp: no server %q in the policy's mcpServers", name)
@@ -145,31 +143,50 @@ func (r *Runner) Connect(ctx context.Context, name string) (*sdk.ClientSession, 
 	sctx, cancel := context.WithCancel(r.life)
 	var t sdk.Transport
 	var proc *script.Process
+	var hc *http.Client
+	var cs *sdk.ClientSession
+	stop := func() {
+		if cs != nil {
+			cs.Close()
+		}
+		cancel()
+		if proc != nil {
+			// The session may never have owned them (a failed start).
+			proc.Stdin.Close()
+			proc.Stdout.Close()
+			_ = proc.Wait()
+		}
+		if hc != nil {
+			hc.CloseIdleConnections()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
 	if cfg.Remote() {
-		hc := &http.Client{Transport: headerTransport{cfg.Headers, http.DefaultTransport}, Timeout: 0}
+		if hc, err = r.remoteClient(cfg); err != nil {
+			return nil, nil, nil, fmt.Errorf("mcp server %s: %w", name, err)
+		}
 		t = &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc, MaxRetries: -1}
 	} else {
-		var err error
 		proc, err = r.o.Spawn(sctx, script.SpawnConfig{Command: cfg.Command, Args: cfg.Args, Env: cfg.Env, Dir: cfg.Cwd, Grant: r.o.Grant(name), Protected: r.o.Protected})
 		if err != nil {
-			cancel()
 			return nil, nil, nil, fmt.Errorf("mcp server %s: %w", name, err)
 		}
 		t = &sdk.IOTransport{Reader: proc.Stdout, Writer: proc.Stdin, MaxLineLength: maxLine}
 	}
 	cctx, ccancel := context.WithTimeout(ctx, connectTimeout)
 	defer ccancel()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agenthost", Version: "1"}, nil).Connect(cctx, t, nil)
+	cs, err = sdk.NewClient(&sdk.Implementation{Name: "agenthost", Version: "1"}, nil).Connect(cctx, t, nil)
 	if err != nil {
-		cancel()
 		return nil, nil, nil, fmt.Errorf("mcp server %s: connect: %w%s", name, err, stderrOf(proc))
 	}
 	var defs []Definition
-	for tool, err := range cs.Tools(cctx, nil) {
-		if err != nil {
-			cs.Close()
-			cancel()
-			return nil, nil, nil, fmt.Errorf("mcp server %s: tools/list: %w", name, err)
+	for tool, lerr := range cs.Tools(cctx, nil) {
+		if lerr != nil {
+			return nil, nil, nil, fmt.Errorf("mcp server %s: tools/list: %w", name, lerr)
 		}
 		d := Definition{Name: tool.Name, Title: tool.Title, Description: tool.Description}
 		d.InputSchema, _ = json.Marshal(tool.InputSchema)
@@ -181,16 +198,9 @@ func (r *Runner) Connect(ctx context.Context, name string) (*sdk.ClientSession, 
 		}
 		defs = append(defs, d)
 		if len(defs) > 1000 {
-			cs.Close()
-			cancel()
 			return nil, nil, nil, fmt.Errorf("mcp server %s: more than 1000 tools", name)
 		}
 	}
-	stop := func() {
-		cs.Close()
-		cancel()
-	}
-	_ = proc
 	return cs, defs, stop, nil
 }
 
@@ -206,19 +216,6 @@ func stderrOf(p *script.Process) string {
 		lines = lines[len(lines)-5:]
 	}
 	return " (stderr: " + strings.Join(lines, " | ") + ")"
-}
-
-type headerTransport struct {
-	h    map[string]string
-	base http.RoundTripper
-}
-
-func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	for k, v := range t.h {
-		req.Header.Set(k, v)
-	}
-	return t.base.RoundTrip(req)
 }
 
 // session returns the server's live session, starting it when needed
@@ -248,7 +245,7 @@ func (r *Runner) session(ctx context.Context, name string) (*server, error) {
 		return nil, err
 	}
 	s.failures, s.lastErr = 0, nil
-	s.session, s.cancel = cs, stop
+	s.session, s.stop = cs, stop
 	// Rug-pull check: a tool whose definition differs from its pin does
 	// not run.
 	s.verdicts = map[string]string{}
@@ -269,8 +266,9 @@ func (r *Runner) session(ctx context.Context, name string) (*server, error) {
 		_ = cs.Wait()
 		s.mu.Lock()
 		if s.session == cs {
-			s.session = nil
-			s.cancel = nil
+			// The session ended on its own (a crash, garbage on the
+			// stream): end its process too, or it lingers until Close.
+			s.shutdown()
 		}
 		s.mu.Unlock()
 	}()

@@ -2,7 +2,7 @@
 // echo (its description read from description.txt beside it, so a test
 // can change the definition: a rug-pull), add (structured output), and
 // readfile (reads any path it is given: the sandbox must stop it outside
-// its folder).
+// its folder); with --colliding also a.b and a_b (one wire name).
 package main
 
 import (
@@ -69,6 +69,14 @@ func main() {
 		os.Stdout.WriteString("this is not JSON-RPC\n{\"jsonrpc\":\n")
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "after garbage"}}}, nil, nil
 	})
+	if len(os.Args) > 1 && os.Args[1] == "--colliding" {
+		// Two names that differ only where the wire mapping joins them.
+		for _, name := range []string{"a.b", "a_b"} {
+			mcp.AddTool(s, &mcp.Tool{Name: name, Description: "Answers its own name."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil, nil
+			})
+		}
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		os.Exit(1)
 	}
