@@ -16,7 +16,7 @@ func auditCommand() command {
 	return command{
 		name: "audit", usage: "audit [--diff OLD] [--format text|json|markdown|html] [--fail-on low|medium|high]", summary: "requested vs granted capabilities, denials and risk flags per tool; --diff: what the toolpacks ask for beyond an older version",
 		flags: func(fs *flag.FlagSet, e *env) {
-			fs.StringVar(&e.format, "format", "text", "output format: text, json or markdown (and html with --diff)")
+			fs.StringVar(&e.format, "format", "text", "output format: text, json, markdown or html (one self-contained page)")
 			fs.StringVar(&e.storePath, "store", "", "add each tool's failure analytics from a serve history `DIR` (or database file)")
 			fs.StringVar(&e.diff, "diff", "", "compare with the old version: a toolpack `DIR` or NAME.tar.gz, audited under the same policy")
 			fs.StringVar(&e.failOn, "fail-on", "", "exit 1 when a finding is at or above this `LEVEL`: low, medium or high")
@@ -30,10 +30,9 @@ func runAudit(ctx context.Context, e *env, args []string) error {
 		return usageError{"audit takes no arguments"}
 	}
 	switch {
-	case e.format == "text", e.format == "json", e.format == "markdown":
-	case e.format == "html" && e.diff != "":
+	case e.format == "text", e.format == "json", e.format == "markdown", e.format == "html":
 	default:
-		return usageError{"--format must be text, json or markdown (or html with --diff)"}
+		return usageError{"--format must be text, json, markdown or html"}
 	}
 	var gate audit.Severity
 	if e.failOn != "" {

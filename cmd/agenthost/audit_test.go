@@ -39,3 +39,29 @@ func TestAuditFailOn(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditHTML checks each --format on its own, html included (it once
+// needed --diff), and that a format outside the list is a usage error.
+func TestAuditHTML(t *testing.T) {
+	tests := []struct {
+		format string
+		code   int
+		want   string
+	}{
+		{"html", 0, `<h2 id="risk:writer@1.0.0"><code>risk:writer</code> 1.0.0</h2>`},
+		{"markdown", 0, "## `risk:writer` 1.0.0"},
+		{"yaml", 2, "--format must be text, json, markdown or html"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.format, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"audit", "--dir", "testdata/riskpack", "--format", tc.format}, strings.NewReader(""), &stdout, &stderr)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
+			}
+			if !strings.Contains(stdout.String()+stderr.String(), tc.want) {
+				t.Errorf("output lacks %q:\n%s%s", tc.want, stdout.String(), stderr.String())
+			}
+		})
+	}
+}

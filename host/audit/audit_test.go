@@ -102,6 +102,7 @@ func TestReport_golden(t *testing.T) {
 		{audit.FormatText, "report.txt"},
 		{audit.FormatJSON, "report.json"},
 		{audit.FormatMarkdown, "report.md"},
+		{audit.FormatHTML, "report.html"},
 	} {
 		t.Run(tc.format, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -150,13 +151,36 @@ func TestReport_deterministic(t *testing.T) {
 func TestReport_neverShowsEnvValues(t *testing.T) {
 	entries, env := testEntries(t)
 	r := audit.Build(entries, env)
-	for _, f := range []string{audit.FormatText, audit.FormatJSON, audit.FormatMarkdown} {
+	for _, f := range []string{audit.FormatText, audit.FormatJSON, audit.FormatMarkdown, audit.FormatHTML} {
 		var buf bytes.Buffer
 		if err := r.Write(&buf, f); err != nil {
 			t.Fatal(err)
 		}
 		if strings.Contains(buf.String(), "secret-value") {
 			t.Errorf("%s output contains an environment value", f)
+		}
+	}
+}
+
+// TestReport_htmlEscapes checks that the HTML page escapes what a
+// toolpack controls (paths, IDs, error text), so a hostile toolpack
+// cannot put markup or script into a reviewer's page.
+func TestReport_htmlEscapes(t *testing.T) {
+	entries, env := testEntries(t)
+	entries = append(entries, audit.Entry{Path: "/tp/<script>alert(1)</script>.tool.json", LoadError: errors.New(`"><img src=x onerror=alert(2)>`)})
+	var buf bytes.Buffer
+	if err := audit.Build(entries, env).Write(&buf, audit.FormatHTML); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, bad := range []string{"<script>", "<img"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page contains %q unescaped", bad)
+		}
+	}
+	for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;img src=x onerror=alert(2)&gt;", `<table id="tools">`, `<table id="load-errors">`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
 		}
 	}
 }

@@ -17,7 +17,7 @@ const (
 	FormatMarkdown = "markdown"
 )
 
-// Write renders the report as "text", "json" or "markdown".
+// Write renders the report as "text", "json", "markdown" or "html".
 func (r Report) Write(w io.Writer, format string) error {
 	var err error
 	switch format {
@@ -30,8 +30,10 @@ func (r Report) Write(w io.Writer, format string) error {
 		err = enc.Encode(r)
 	case FormatMarkdown:
 		err = r.writeMarkdown(w)
+	case FormatHTML:
+		err = r.writeHTML(w)
 	default:
-		return fmt.Errorf("audit: unknown format %q (want text, json or markdown)", format)
+		return fmt.Errorf("audit: unknown format %q (want text, json, markdown or html)", format)
 	}
 	if err != nil {
 		return fmt.Errorf("audit: write %s: %w", format, err)
