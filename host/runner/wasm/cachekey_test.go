@@ -38,8 +38,8 @@ func (l *logBuffer) discards() int {
 
 // TestCacheRefusesAnotherModulesFile: a valid cached file of another
 // module (or of another grant) copied under the real file's name, for
-// each kind of file the runner keeps on disk, is discarded with one log
-// line and rebuilt; the tool runs as itself, and the rebuilt file is
+// each kind of file the runner keeps on disk (wazero's compiled code
+// included), is discarded with one log line and rebuilt; the tool runs as itself, and the rebuilt file is
 // used by the next process without complaint.
 func TestCacheRefusesAnotherModulesFile(t *testing.T) {
 	e := newEnv(t)
@@ -61,9 +61,15 @@ func TestCacheRefusesAnotherModulesFile(t *testing.T) {
 			t.Fatalf("output %s: not the probe under its own grant (%v)", res.Output, err)
 		}
 	}
+	echoed := func(t *testing.T, res runner.Result) {
+		t.Helper()
+		if res.Err != nil || strings.TrimSpace(string(res.Output)) != `{}` {
+			t.Fatalf("ran %q (%+v), want the echo guest's answer", res.Output, res.Err)
+		}
+	}
 	tests := []struct {
 		name   string
-		sub    string // the cache's folder of this kind of file
+		sub    string // the cache's folder of this kind of file (a glob)
 		pool   uint64 // the runner's pool budget
 		module string
 		other  string              // the module whose file is planted
@@ -75,12 +81,12 @@ func TestCacheRefusesAnotherModulesFile(t *testing.T) {
 			name: "instrumented module", sub: "meter",
 			module: watGuest(t, "echo"), other: watGuest(t, "exit3"),
 			// "{}": the exit3 guest echoes an input with a key.
-			input: `{}`,
-			check: func(t *testing.T, res runner.Result) {
-				if res.Err != nil || strings.TrimSpace(string(res.Output)) != `{}` {
-					t.Fatalf("ran %q (%+v), want the echo guest's answer", res.Output, res.Err)
-				}
-			},
+			input: `{}`, check: echoed,
+		},
+		{
+			name: "compiled code", sub: "wazero-*",
+			module: watGuest(t, "echo"), other: watGuest(t, "exit3"),
+			input: `{}`, check: echoed,
 		},
 		{
 			name: "rewritten reactor", sub: "reactor", pool: 64 << 20,
@@ -134,7 +140,7 @@ func TestCacheRefusesAnotherModulesFile(t *testing.T) {
 	}
 }
 
-// onlyFile is the one file in dir.
+// onlyFile is the one file in dir (a glob naming one folder).
 func onlyFile(t *testing.T, dir string) string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*"))

@@ -58,7 +58,9 @@ type Runner struct {
 	// snapshots stores start-up snapshots on disk (snapshotcache.go);
 	// nil without a cache folder.
 	snapshots *snapshotCache
-	startups  atomic.Int64 // start-ups run for a snapshot (for tests)
+	// compiledFiles checks wazero's compiled files on disk (compiledcache.go).
+	compiledFiles *compiledCache
+	startups      atomic.Int64 // start-ups run for a snapshot (for tests)
 	// writes stops the caches' writes at Close: a preparation can end
 	// after it, and the cache folder must then be left alone.
 	writes *filecache.Gate
@@ -118,10 +120,21 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		named.Warn("discarded a cached instrumented module; rebuilding it", "file", filepath.Base(path), "reason", reason)
 	}
 	var snapshots *snapshotCache
+	var compiledFiles *compiledCache
 	if opts.CacheDir != "" {
 		snapshots = newSnapshotCache(filepath.Join(opts.CacheDir, "snapshot"), writes, func(path, reason string) {
 			named.Warn("discarded a cached start-up snapshot; starting the tool afresh", "file", filepath.Base(path), "reason", reason)
 		})
+		var err error
+		compiledFiles, err = newCompiledCache(opts.CacheDir, writes, func(path, reason string) {
+			named.Warn("discarded a cached compiled module; compiling it again", "file", filepath.Base(path), "reason", reason)
+		}, func(path string) {
+			named.Warn("a compiled module is not where its name says: compiled code on disk is not checked", "file", path)
+		})
+		if err != nil {
+			_ = rt.Close(ctx)
+			return nil, fmt.Errorf("wasm runner: compilation cache %s: %w", opts.CacheDir, err)
+		}
 	}
 	return &Runner{
 		logger: named,
@@ -131,10 +144,11 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		reactors: newReactorCache(reactorDir, writes, func(path, reason string) {
 			named.Warn("discarded a cached reactor module; rebuilding it", "file", filepath.Base(path), "reason", reason)
 		}),
-		snapshots: snapshots,
-		writes:    writes,
-		pools:     newPools(opts.PoolMemoryBytes),
-		compiled:  map[string]*compileEntry{},
+		snapshots:     snapshots,
+		compiledFiles: compiledFiles,
+		writes:        writes,
+		pools:         newPools(opts.PoolMemoryBytes),
+		compiled:      map[string]*compileEntry{},
 	}, nil
 }
 
@@ -309,7 +323,7 @@ func (r *Runner) compile(ctx context.Context, sum string, code []byte) (wazero.C
 	r.compiling++
 	r.mu.Unlock()
 	e.once.Do(func() {
-		e.mod, e.err = r.compileModule(ctx, code)
+		e.mod, e.err = r.compiledFiles.guard(code, func() (wazero.CompiledModule, error) { return r.compileModule(ctx, code) })
 	})
 	r.mu.Lock()
 	r.compiling--
