@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
@@ -35,8 +36,27 @@ const (
 	SignatureMediaType    = "application/vnd.agenthost.toolpack.signature.v1+sshsig"
 )
 
-// maxArchive bounds a pulled archive.
-const maxArchive = 512 << 20
+// Bounds on what a registry can make a pull fetch. The referrers are the
+// registry's word, not pinned by the pack's digest: each is capped.
+const (
+	// maxArchive bounds a pulled archive.
+	maxArchive = 512 << 20
+	// maxMetadata bounds one response of the registry's metadata APIs (a
+	// page of referrers, a manifest).
+	maxMetadata = 1 << 20
+	// maxReferrers bounds the signature referrers looked at, and
+	// maxReferrerPages the pages of the referrers listing.
+	maxReferrers     = 64
+	maxReferrerPages = 8
+	// maxSignatureManifest bounds a signature artifact's manifest (about
+	// 600 bytes) and maxSignature its one layer (an armored SSH signature
+	// is under 2 KiB).
+	maxSignatureManifest = 16 << 10
+	maxSignature         = 64 << 10
+	// DefaultReferrersTimeout bounds the time spent finding and fetching
+	// the signatures of a pull.
+	DefaultReferrersTimeout = 30 * time.Second
+)
 
 // Options configure a registry connection.
 type Options struct {
@@ -44,6 +64,9 @@ type Options struct {
 	// registry on a loopback address (localhost, 127.0.0.0/8, [::1]) and
 	// never needed elsewhere.
 	PlainHTTP bool
+	// ReferrersTimeout bounds the time a pull spends on the signatures
+	// attached as referrers (0: DefaultReferrersTimeout).
+	ReferrersTimeout time.Duration
 }
 
 // loopback reports whether a registry host:port is on this machine.
@@ -69,6 +92,8 @@ func repository(ref string, o Options) (*remote.Repository, registry.Reference, 
 		return nil, r, fmt.Errorf("oci: %q: %w", ref, err)
 	}
 	repo.PlainHTTP = o.PlainHTTP || loopback(r.Registry)
+	repo.MaxMetadataBytes = maxMetadata
+	repo.ReferrerListMaxPages = maxReferrerPages
 	return repo, r, nil
 }
 
@@ -167,6 +192,14 @@ func Pull(ctx context.Context, ref string, pinned bool, o Options) (*Pulled, err
 		return nil, fmt.Errorf("oci: %s: %w", ref, err)
 	}
 	p := &Pulled{Digest: desc.Digest.String(), Archive: archive}
+	timeout := o.ReferrersTimeout
+	if timeout <= 0 {
+		timeout = DefaultReferrersTimeout
+	}
+	// A registry that pages, or answers, without end must not hold a pull
+	// (or a host's start-up) for ever.
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	if p.Signatures, err = signatures(ctx, repo, desc); err != nil {
 		return nil, fmt.Errorf("oci: %s: signatures: %w", ref, err)
 	}
@@ -184,17 +217,27 @@ func Pull(ctx context.Context, ref string, pinned bool, o Options) (*Pulled, err
 	return p, nil
 }
 
-// signatures fetches the signature artifacts that refer to desc.
+// signatures fetches the signature artifacts that refer to desc: at most
+// maxReferrers of them, each manifest and layer within its bound before a
+// byte of it is fetched; one that is not a signature artifact is passed
+// over.
 func signatures(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor) ([][]byte, error) {
 	var out [][]byte
+	seen := 0
 	err := repo.Referrers(ctx, desc, SignatureArtifactType, func(refs []ocispec.Descriptor) error {
 		for _, d := range refs {
+			if seen++; seen > maxReferrers {
+				return fmt.Errorf("more than %d signature referrers; the limit is %d", maxReferrers, maxReferrers)
+			}
+			if d.MediaType != ocispec.MediaTypeImageManifest || d.Size <= 0 || d.Size > maxSignatureManifest {
+				continue
+			}
 			sraw, err := content.FetchAll(ctx, repo, d)
 			if err != nil {
 				return err
 			}
 			var sm ocispec.Manifest
-			if json.Unmarshal(sraw, &sm) != nil || len(sm.Layers) != 1 || sm.Layers[0].MediaType != SignatureMediaType || sm.Layers[0].Size > 64<<10 {
+			if json.Unmarshal(sraw, &sm) != nil || len(sm.Layers) != 1 || sm.Layers[0].MediaType != SignatureMediaType || sm.Layers[0].Size <= 0 || sm.Layers[0].Size > maxSignature {
 				continue
 			}
 			sig, err := content.FetchAll(ctx, repo, sm.Layers[0])
