@@ -21,15 +21,15 @@ type agentFlags struct {
 
 func runCommand() command {
 	return command{
-		name: "run", usage: "run [--profile FILE] [--provider openai|anthropic|replay] [--model M] [--mode native|action|router] [--json] [TASK|-]",
+		name: "run", usage: "run [--profile FILE] [--provider openai|anthropic|gemini|replay] [--model M] [--mode native|action|router] [--json] [TASK|-]",
 		summary: "run the agent loop on a task: progress on stderr, the answer on stdout",
 		flags: func(fs *flag.FlagSet, e *env) {
 			a := &e.agent
-			fs.StringVar(&a.provider, "provider", "openai", "`PROVIDER`: openai (any Chat Completions API), anthropic (the Messages API) or replay (a JSONL transcript)")
-			fs.StringVar(&a.baseURL, "base-url", "", "the provider's API root (default https://api.openai.com/v1 or https://api.anthropic.com)")
+			fs.StringVar(&a.provider, "provider", "openai", "`PROVIDER`: openai (any Chat Completions API: OpenAI, Ollama, vLLM…), anthropic (the Messages API), gemini (the Gemini API) or replay (a JSONL transcript)")
+			fs.StringVar(&a.baseURL, "base-url", "", "the provider's API root (default https://api.openai.com/v1, https://api.anthropic.com or https://generativelanguage.googleapis.com/v1beta)")
 			fs.StringVar(&a.model, "model", "", "the model name")
-			fs.StringVar(&a.apiKeyEnv, "api-key-env", "", "the environment `VARIABLE` holding the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY; - for a server that needs none)")
-			fs.BoolVar(&a.stream, "stream", false, "openai: ask for a streamed answer (server-sent events)")
+			fs.StringVar(&a.apiKeyEnv, "api-key-env", "", "the environment `VARIABLE` holding the API key (default OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY; - for a server that needs none)")
+			fs.BoolVar(&a.stream, "stream", false, "ask for a streamed answer (server-sent events): the text shows as it comes")
 			fs.StringVar(&a.replay, "replay", "", "replay: the transcript `FILE` (JSONL, one model turn per line)")
 			fs.StringVar(&a.mode, "mode", "native", "`MODE`: native (provider tool calling), action (the ACTION protocol in text) or router (one tools tool with describe and call)")
 			fs.StringVar(&a.system, "system", "", "a system prompt")
@@ -82,11 +82,21 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	progress := e.messages()
+	streamed := false
 	res, err := agent.Run(ctx, h, task, agent.Options{
 		Provider: p, Model: a.model, Mode: a.mode, SystemPrompt: a.system, MaxIterations: a.maxIterations, Tools: ids,
 		OnEvent: func(ev agent.Event) {
 			switch ev.Kind {
+			case "delta":
+				// Streamed text shows with the progress as it comes; the
+				// answer is still printed whole on stdout.
+				fmt.Fprint(progress, ev.Text)
+				streamed = true
 			case "model":
+				if streamed {
+					fmt.Fprintln(progress)
+					streamed = false
+				}
 				fmt.Fprintf(progress, "agenthost: model turn (%s)\n", ev.Duration.Round(1e5))
 			case "tool":
 				fmt.Fprintf(progress, "agenthost:   tool %s: %s (%s)\n", ev.Tool, ev.Status, ev.Duration.Round(1e5))
@@ -151,7 +161,7 @@ func newProvider(a agentFlags) (llm.Provider, error) {
 			return nil, usageError{err.Error()}
 		}
 		return r, nil
-	case "openai", "anthropic":
+	case "openai", "anthropic", "gemini":
 		if a.model == "" {
 			return nil, usageError{"the " + a.provider + " provider needs a model (--model, or model.name)"}
 		}
@@ -164,25 +174,28 @@ func newProvider(a agentFlags) (llm.Provider, error) {
 		}
 		var p llm.Provider
 		var err error
-		if a.provider == "openai" {
+		switch a.provider {
+		case "openai":
 			base := a.baseURL
 			if base == "" {
 				base = "https://api.openai.com/v1"
 			}
 			p, err = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: base, APIKeyEnv: keyEnv, Stream: a.stream})
-		} else {
-			if a.stream {
-				return nil, usageError{"--stream is for --provider openai"}
-			}
+		case "anthropic":
 			if a.apiKeyEnv == "-" {
 				return nil, usageError{"--provider anthropic needs an API key"}
 			}
-			p, err = llm.NewAnthropic(llm.AnthropicConfig{BaseURL: a.baseURL, APIKeyEnv: keyEnv})
+			p, err = llm.NewAnthropic(llm.AnthropicConfig{BaseURL: a.baseURL, APIKeyEnv: keyEnv, Stream: a.stream})
+		default:
+			if a.apiKeyEnv == "-" {
+				return nil, usageError{"--provider gemini needs an API key"}
+			}
+			p, err = llm.NewGemini(llm.GeminiConfig{BaseURL: a.baseURL, APIKeyEnv: keyEnv, Stream: a.stream})
 		}
 		if err != nil {
 			return nil, usageError{err.Error()}
 		}
 		return p, nil
 	}
-	return nil, usageError{"--provider must be openai, anthropic or replay"}
+	return nil, usageError{"--provider must be openai, anthropic, gemini or replay"}
 }

@@ -83,6 +83,7 @@ var (
 	digests   = regexp.MustCompile(`(digest:    sha256:|sha256:)[0-9a-f]{64}`)
 	durations = regexp.MustCompile(`"durationMs": [0-9.e+-]+`)
 	memory    = regexp.MustCompile(`"memoryBytes": [1-9][0-9]*`)
+	callIDs   = regexp.MustCompile(`call_[0-9a-f]{12}_`)
 )
 
 // normalise removes what differs between runs and machines.
@@ -92,6 +93,8 @@ func normalise(s, root string) string {
 	// Guest memory depends on the Go toolchain that built the plugins.
 	s = memory.ReplaceAllString(s, `"memoryBytes": "nonzero"`)
 	s = strings.ReplaceAll(s, `"`+runtime.Version()+`"`, `"$GOVERSION"`)
+	// An agent run's tool-call IDs are random per run, by design.
+	s = callIDs.ReplaceAllString(s, "call_<run>_")
 	// audit's list of this machine's kernel protections is not pinned.
 	if i := strings.Index(s, "\nisolation on this machine:\n"); i >= 0 {
 		s = s[:i] + "\nisolation on this machine: (depends on the machine; not pinned)\n"

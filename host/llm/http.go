@@ -149,9 +149,13 @@ func (c call) post(ctx context.Context) ([]byte, bool, error) {
 }
 
 // toolIndex finds a tool's position in a provider's error message or
-// parameter path: OpenAI's "tools[3]", Anthropic's "tools.3.", Gemini's
-// "function_declarations[3]".
-var toolIndex = regexp.MustCompile(`(?:tools\.|tools\[|function_?[dD]eclarations\[)(\d+)`)
+// parameter path: Gemini's "function_declarations[3]" (its "tools[0]" is
+// the wrapper of all declarations, so it is tried first), OpenAI's
+// "tools[3]", Anthropic's "tools.3.".
+var toolIndex = []*regexp.Regexp{
+	regexp.MustCompile(`function_?[dD]eclarations\[(\d+)\]`),
+	regexp.MustCompile(`tools(?:\.|\[)(\d+)`),
+}
 
 // refusal reads a provider's error answer: its message (OpenAI and Gemini
 // {"error": {"message"}}, Anthropic {"type": "error", "error":
@@ -174,10 +178,12 @@ func (c call) refusal(raw []byte) (msg, tool string) {
 	} else {
 		msg = snippet(raw, c.key)
 	}
-	for _, where := range []string{e.Error.Param, msg} {
-		if m := toolIndex.FindStringSubmatch(where); m != nil {
-			if i, err := strconv.Atoi(m[1]); err == nil && i < len(c.tools) {
-				return msg, c.tools[i].Name
+	for _, re := range toolIndex {
+		for _, where := range []string{e.Error.Param, msg} {
+			if m := re.FindStringSubmatch(where); m != nil {
+				if i, err := strconv.Atoi(m[1]); err == nil && i < len(c.tools) {
+					return msg, c.tools[i].Name
+				}
 			}
 		}
 	}
