@@ -109,7 +109,7 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelop
 	}
 	start := time.Now()
 	res, err := h.run(ctx, p, runner.Request{Input: input, Logger: log, Env: callEnv})
-	h.redact(p.grant.Env, callEnv, &res)
+	red := h.redact(p.grant.Env, callEnv, &res)
 	if ctx.Err() != nil && (err != nil || res.Err != nil) && !(res.Err != nil && res.Err.Code == abi.CodeTimeout && time.Since(start) >= p.grant.Limits.Timeout && p.grant.Limits.Timeout > 0) {
 		// The caller (or Close) ended the call: say so, whatever the
 		// runner made of the interruption.
@@ -118,7 +118,7 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelop
 	}
 	if err != nil {
 		log.Error("runner failed", "error", err)
-		return abi.Failure(t.ToolID, abi.Errorf(abi.CodeInternal, "host error running %s: %s", t.ToolID, err.Error()))
+		return abi.Failure(t.ToolID, abi.Errorf(abi.CodeInternal, "host error running %s: %s", t.ToolID, red.String(err.Error())))
 	}
 	env := abi.Envelope{ToolID: t.ToolID, Status: abi.StatusSuccess, Output: json.RawMessage("null"), Logs: nonNil(res.Logs), Usage: res.Usage}
 	if res.Err != nil {
@@ -290,8 +290,9 @@ func (h *Host) logged(env abi.Envelope) abi.Envelope {
 // variables granted to the tool (every host variable is a secret), the
 // call's own credentials with their common encodings, and any live
 // credential of any tool. A tool that prints one must not hand it to the
-// caller, the model or a log.
-func (h *Host) redact(grantEnv, callEnv map[string]string, res *runner.Result) {
+// caller, the model or a log. It returns the Redactor it used (nil when
+// there is nothing to redact) for the host's own messages about the call.
+func (h *Host) redact(grantEnv, callEnv map[string]string, res *runner.Result) *credential.Redactor {
 	secrets := make([]string, 0, len(grantEnv)+4*len(callEnv))
 	for _, v := range grantEnv {
 		secrets = append(secrets, v)
@@ -301,7 +302,7 @@ func (h *Host) redact(grantEnv, callEnv map[string]string, res *runner.Result) {
 	}
 	r := credential.NewRedactor(secrets, h.liveCredential())
 	if r == nil {
-		return
+		return nil
 	}
 	for i, l := range res.Logs {
 		res.Logs[i] = r.String(l)
@@ -313,6 +314,7 @@ func (h *Host) redact(grantEnv, callEnv map[string]string, res *runner.Result) {
 		res.Err = &e
 	}
 	res.Output = r.Bytes(res.Output)
+	return r
 }
 
 // liveCredential reports whether a token is a live credential of this

@@ -79,8 +79,9 @@ func (r *Redactor) String(s string) string {
 		return s
 	}
 	s = r.plain(s)
-	if strings.IndexByte(s, '\\') < 0 {
-		// Without an escape every literal reads as written.
+	if !strings.Contains(s, `\u`) && (len(r.secrets) == 0 || strings.IndexByte(s, '\\') < 0) {
+		// Every literal reads as written: only \u can spell a token's
+		// characters, and no other escape is there to spell a secret's.
 		return s
 	}
 	s = r.literals(s)

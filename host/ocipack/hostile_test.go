@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 
@@ -52,12 +53,8 @@ func index(w http.ResponseWriter, manifests []ocispec.Descriptor, next string) {
 	if next != "" {
 		w.Header().Set("Link", "<"+next+">; rel=\"next\"")
 	}
-	json.NewEncoder(w).Encode(ocispec.Index{Versioned: specVersion, MediaType: ocispec.MediaTypeImageIndex, Manifests: manifests})
+	json.NewEncoder(w).Encode(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: manifests})
 }
-
-var specVersion = ocispec.Index{}.Versioned
-
-func init() { specVersion.SchemaVersion = 2 }
 
 // pushUnsigned pushes an unsigned pack to reg; it returns the pinned ref.
 func pushUnsigned(t *testing.T, reg string) string {
