@@ -8,11 +8,13 @@ import (
 	"testing"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/agenthost/agenthost/host/internal/filecache"
 )
 
 // TestCompiledFileName pins the restated derivation of wazero's compiled
-// file names (compiledcache.go): compiling a module with the runner's
-// configuration writes the file compiledFileName names. A wazero upgrade
+// file names (filecache.Compiled) for the runner's configuration:
+// compiling a module with it writes the file Compiled.Path names. A wazero upgrade
 // that changes the derivation fails here, not silently in the field.
 func TestCompiledFileName(t *testing.T) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
@@ -39,11 +41,11 @@ func TestCompiledFileName(t *testing.T) {
 			if _, err := rt.CompileModule(ctx, code); err != nil {
 				t.Fatal(err)
 			}
-			c, err := newCompiledCache(dir, nil, nil, nil)
+			c, err := filecache.NewCompiled(dir, nil, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := filepath.Join(c.dir, compiledFileName(code))
+			want := c.Path(code)
 			if _, err := os.Stat(want); err != nil {
 				got, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
 				t.Fatalf("no compiled file at %s (%v); wazero wrote %q", want, err, got)

@@ -58,8 +58,8 @@ type Runner struct {
 	// snapshots stores start-up snapshots on disk (snapshotcache.go);
 	// nil without a cache folder.
 	snapshots *snapshotCache
-	// compiledFiles checks wazero's compiled files on disk (compiledcache.go).
-	compiledFiles *compiledCache
+	// compiledFiles checks wazero's compiled files on disk.
+	compiledFiles *filecache.Compiled
 	startups      atomic.Int64 // start-ups run for a snapshot (for tests)
 	// writes stops the caches' writes at Close: a preparation can end
 	// after it, and the cache folder must then be left alone.
@@ -120,13 +120,13 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		named.Warn("discarded a cached instrumented module; rebuilding it", "file", filepath.Base(path), "reason", reason)
 	}
 	var snapshots *snapshotCache
-	var compiledFiles *compiledCache
+	var compiledFiles *filecache.Compiled
 	if opts.CacheDir != "" {
 		snapshots = newSnapshotCache(filepath.Join(opts.CacheDir, "snapshot"), writes, func(path, reason string) {
 			named.Warn("discarded a cached start-up snapshot; starting the tool afresh", "file", filepath.Base(path), "reason", reason)
 		})
 		var err error
-		compiledFiles, err = newCompiledCache(opts.CacheDir, writes, func(path, reason string) {
+		compiledFiles, err = filecache.NewCompiled(opts.CacheDir, writes, func(path, reason string) {
 			named.Warn("discarded a cached compiled module; compiling it again", "file", filepath.Base(path), "reason", reason)
 		}, func(path string) {
 			named.Warn("a compiled module is not where its name says: compiled code on disk is not checked", "file", path)
@@ -323,7 +323,7 @@ func (r *Runner) compile(ctx context.Context, sum string, code []byte) (wazero.C
 	r.compiling++
 	r.mu.Unlock()
 	e.once.Do(func() {
-		e.mod, e.err = r.compiledFiles.guard(code, func() (wazero.CompiledModule, error) { return r.compileModule(ctx, code) })
+		e.err = r.compiledFiles.Guard(code, func() (err error) { e.mod, err = r.compileModule(ctx, code); return err })
 	})
 	r.mu.Lock()
 	r.compiling--

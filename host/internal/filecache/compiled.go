@@ -1,4 +1,4 @@
-package wasm
+package filecache
 
 import (
 	"crypto/sha256"
@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,63 +15,67 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tetratelabs/wazero"
 	"golang.org/x/sys/cpu"
-
-	"github.com/agenthost/agenthost/host/internal/filecache"
 )
 
 // Compiled code on disk. wazero keeps each compiled module in a file of
 // its own folder, named by a digest of the module, and reads back
 // whatever file has that name: its content names no module, so another
-// module's compiled code copied under the name was run in its place.
-// Its format is wazero's, with no room for a header, so the runner keeps
-// one beside it: a seal per compiled file (a filecache file whose header
-// names the compiled file's name), recording which file this host wrote
-// after compiling (its identity on disk, see fileIdentity). Before a
-// module compiles, its compiled file is checked against its seal; a file
-// without one, or not the sealed one, is removed with one log line, and
-// wazero compiles the module again and writes it anew, which is sealed.
+// module's compiled code copied under the name ran in its place. Its
+// format is wazero's, with no room for a header, so a seal is kept
+// beside it: a file of this package whose header names the compiled
+// file's name, recording which file this host wrote after compiling (its
+// identity on disk, see fileIdentity). Before a module compiles, its
+// compiled file is checked against its seal; a file without one, or not
+// the sealed one, is removed and reported, and wazero compiles the
+// module again and writes it anew, which is sealed.
 //
-// The name of a module's file is wazero's own derivation (fileCacheKey in
-// its compiler), restated here: TestCompiledFileName fails when a wazero
-// upgrade changes it.
+// The name of a module's file is wazero's own derivation (fileCacheKey
+// in its compiler), restated here for a runtime with no function
+// listeners and without WithCloseOnContextDone, as the runners configure
+// theirs; TestCompiledFileName fails when a wazero upgrade changes it.
 
-// compiledSealVersion changes whenever the seal's body would.
+// compiledSealVersion changes whenever a seal's body would.
 const compiledSealVersion = "1"
 
-// compiledCache checks and seals wazero's compiled files. Safe for
-// concurrent use; nil checks nothing (no cache folder).
-type compiledCache struct {
-	dir   string // wazero's folder of compiled files
-	seals filecache.Store
-	// discarded reports a compiled file that failed its check.
+// Compiled checks and seals the compiled files wazero keeps in a cache
+// folder (wazero.NewCompilationCacheWithDir). Safe for concurrent use;
+// a nil Compiled checks nothing.
+type Compiled struct {
+	dir       string // wazero's folder of compiled files
+	seals     Store
 	discarded func(path, reason string)
-	lost      sync.Once // the log line for a file not where it was expected
-	lostLog   func(path string)
+	lost      func(path string)
+	lostOnce  sync.Once
 }
 
-// newCompiledCache guards the compiled files wazero keeps under cacheDir
-// (wazero.NewCompilationCacheWithDir(cacheDir)).
-func newCompiledCache(cacheDir string, gate *filecache.Gate, discarded func(path, reason string), lost func(path string)) (*compiledCache, error) {
+// NewCompiled guards the compiled files wazero keeps under cacheDir. The
+// seals go to cacheDir/seal, written under gate. discarded, when set, is
+// told of each compiled file removed; lost, when set, once, of a
+// compiled file not where the derivation of its name expects it (then
+// nothing is checked: a wazero upgrade changed it).
+func NewCompiled(cacheDir string, gate *Gate, discarded func(path, reason string), lost func(path string)) (*Compiled, error) {
 	abs, err := filepath.Abs(cacheDir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("file cache: %w", err)
 	}
-	return &compiledCache{
+	return &Compiled{
 		dir: filepath.Join(abs, "wazero-"+wazeroVersion()+"-"+runtime.GOARCH+"-"+runtime.GOOS),
-		seals: filecache.Store{
+		seals: Store{
 			Dir:   filepath.Join(abs, "seal"),
 			Gate:  gate,
 			Magic: "agenthost-compiled-seal-v" + compiledSealVersion + "\n",
 			Name:  func(key string) string { return "seal-" + key + ".json" },
-			// A bad seal is not logged: the compiled file it should vouch
-			// for then fails its check, which is.
+			// A bad seal is not reported: the compiled file it should
+			// vouch for then fails its check, which is.
 		},
 		discarded: discarded,
-		lostLog:   lost,
+		lost:      lost,
 	}, nil
 }
+
+// Path is where wazero keeps the compiled code of the module code.
+func (c *Compiled) Path(code []byte) string { return filepath.Join(c.dir, compiledFileName(code)) }
 
 // compiledSeal is a seal's body: what the compiled file was when sealed.
 type compiledSeal struct {
@@ -78,26 +83,26 @@ type compiledSeal struct {
 	Identity string `json:"identity"`
 }
 
-// guard runs compile, wazero's compilation of code (which reads the
+// Guard runs compile, wazero's compilation of code (which reads the
 // compiled file when there is one), after removing that file unless it
 // is the one sealed under its name; a file compile wrote is sealed.
-func (c *compiledCache) guard(code []byte, compile func() (wazero.CompiledModule, error)) (wazero.CompiledModule, error) {
+func (c *Compiled) Guard(code []byte, compile func() error) error {
 	if c == nil {
 		return compile()
 	}
 	name := compiledFileName(code)
 	path := filepath.Join(c.dir, name)
 	trusted := c.check(path, name)
-	mod, err := compile()
+	err := compile()
 	if err == nil && !trusted {
 		c.seal(path, name)
 	}
-	return mod, err
+	return err
 }
 
 // check reports whether the compiled file at path is the sealed one; a
-// file that is not is removed (with a log line).
-func (c *compiledCache) check(path, name string) bool {
+// file that is not is removed and reported.
+func (c *Compiled) check(path, name string) bool {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false
@@ -121,6 +126,10 @@ func (c *compiledCache) check(path, name string) bool {
 	if reason == "" {
 		return true
 	}
+	if !c.seals.Gate.enter() {
+		return false
+	}
+	defer c.seals.Gate.leave()
 	_ = os.Remove(path)
 	if c.discarded != nil {
 		c.discarded(path, reason)
@@ -129,14 +138,13 @@ func (c *compiledCache) check(path, name string) bool {
 }
 
 // seal records the compiled file at path, just written by wazero.
-func (c *compiledCache) seal(path, name string) {
+func (c *Compiled) seal(path, name string) {
 	fi, err := os.Lstat(path)
 	if err != nil {
-		// wazero stores only what its compiler made (not on every
-		// platform) and may fail to write: say once if the file is not
-		// where the derivation of its name expects it.
-		if errors.Is(err, fs.ErrNotExist) && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64") && c.lostLog != nil {
-			c.lost.Do(func() { c.lostLog(path) })
+		// wazero stores only what its compiler made (amd64 and arm64)
+		// and may fail to write.
+		if errors.Is(err, fs.ErrNotExist) && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64") && c.lost != nil {
+			c.lostOnce.Do(func() { c.lost(path) })
 		}
 		return
 	}
@@ -144,8 +152,7 @@ func (c *compiledCache) seal(path, name string) {
 	if !ok {
 		return
 	}
-	body, err := json.Marshal(s)
-	if err == nil {
+	if body, err := json.Marshal(s); err == nil {
 		_ = c.seals.Save(name, body)
 	}
 }
@@ -159,23 +166,21 @@ func sealOf(path string, fi fs.FileInfo) (compiledSeal, bool) {
 
 // compiledFileName is the name of wazero's compiled file of code: the
 // hex SHA-256 of the module's ID (the SHA-256 of code, then a zero byte:
-// no function listeners, ensureTermination off, as interruptConfig
-// sets), the compiler's magic "WAZEVO" and the CPU features it compiled
-// for.
+// no function listeners, ensureTermination off), the compiler's magic
+// "WAZEVO" and the CPU features it compiled for.
 func compiledFileName(code []byte) string {
 	h := sha256.New()
 	h.Write(code)
 	h.Write([]byte{0})
-	id := h.Sum(nil)
 	k := sha256.New()
-	k.Write(id)
+	k.Write(h.Sum(nil))
 	k.Write([]byte("WAZEVO"))
 	k.Write(binary.LittleEndian.AppendUint64(nil, cpuFeatures()))
 	return hex.EncodeToString(k.Sum(nil))
 }
 
 // cpuFeatures is wazero's record of the CPU features its compiler uses
-// (internal/platform: CpuFeatureFlags).
+// (its internal/platform.CpuFeatureFlags).
 func cpuFeatures() uint64 {
 	var f uint64
 	switch runtime.GOARCH {
@@ -197,8 +202,8 @@ func cpuFeatures() uint64 {
 	return f
 }
 
-// wazeroVersion is the version wazero names its folder with: the
-// module's version in the build information, else "dev".
+// wazeroVersion is the version wazero names its folder with: wazero's
+// version in the build information, else "dev".
 var wazeroVersion = sync.OnceValue(func() string {
 	v := ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
