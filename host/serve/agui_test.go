@@ -3,10 +3,13 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -21,8 +24,9 @@ import (
 // exampleServer serves the documented replay example (the text-analyst
 // profile and its transcript) for one tenant, acme; every run replays
 // the transcript from its start, as a model answering alike would. The
-// replays are returned for a look at what the model was sent.
-func exampleServer(t *testing.T) (*httptest.Server, *[]*llm.Replay) {
+// replays are returned for a look at what the model was sent. provider,
+// when set, replaces the replay.
+func exampleServer(t *testing.T, provider func() llm.Provider) (*httptest.Server, *[]*llm.Replay) {
 	t.Helper()
 	ctx := context.Background()
 	root := hosttest.Root(t)
@@ -46,6 +50,9 @@ func exampleServer(t *testing.T) (*httptest.Server, *[]*llm.Replay) {
 	var replays []*llm.Replay
 	tenant := &serve.Tenant{Name: "acme", Host: h, Profiles: map[string]*profile.Profile{prof.ID: prof},
 		Provider: func(*profile.Profile) (llm.Provider, string, error) {
+			if provider != nil {
+				return provider(), "m", nil
+			}
 			p, err := llm.ParseReplay(transcript)
 			mu.Lock()
 			replays = append(replays, p)
@@ -81,7 +88,7 @@ func TestAGUIUniqueCallIDs(t *testing.T) {
 		}
 		t.Skip("node or @ag-ui/client is not installed (npm ci in host/serve/testdata/agui)")
 	}
-	srv, replays := exampleServer(t)
+	srv, replays := exampleServer(t, nil)
 	cmd := exec.Command(node, "two-runs.mjs", srv.URL, "acme-token", "text-analyst", "two-runs")
 	cmd.Dir = "testdata/agui"
 	out, err := cmd.Output()
@@ -151,5 +158,135 @@ func TestAGUIUniqueCallIDs(t *testing.T) {
 	}
 	if len(ids) != 2 || ids[0] != got.Runs[0].ToolCallIDs[0] || ids[1] != got.Runs[0].ToolCallIDs[1] {
 		t.Fatalf("the second run's history holds calls %v, the first run showed %v", ids, got.Runs[0].ToolCallIDs)
+	}
+}
+
+// aguiEvents posts body to path and reads the whole AG-UI stream.
+func aguiEvents(t *testing.T, url, body string) []serve.AGUIEvent {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer acme-token")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	var out []serve.AGUIEvent
+	for _, line := range strings.Split(string(raw), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			var e serve.AGUIEvent
+			if err := json.Unmarshal([]byte(data), &e); err != nil {
+				t.Fatalf("%v: %s", err, data)
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestAGUIStreams pins that a streamed model turn reaches the client as
+// it streams (one TEXT_MESSAGE_CONTENT per delta, in one message), and
+// that a provider stream that breaks ends the run with RUN_ERROR naming
+// the provider rather than hanging.
+func TestAGUIStreams(t *testing.T) {
+	const good = "data: {\"choices\":[{\"delta\":{\"content\":\"Three\"}}]}\n\n" +
+		"data: {\"choices\":[{\"delta\":{\"content\":\" words\"}}]}\n\n" +
+		"data: {\"choices\":[{\"delta\":{\"content\":\".\"}}]}\n\ndata: [DONE]\n\n"
+	for _, tc := range []struct {
+		name, stream string
+		want         []string // the TEXT_MESSAGE_CONTENT deltas
+		errWant      string   // a RUN_ERROR's message, "" when the run must finish
+	}{
+		{"deltas", good, []string{"Three", " words", "."}, ""},
+		{"malformed", "data: {\"choices\":[{\"delta\":{\"content\":\"Thr\"}}]}\n\ndata: {\"choices\": nope\n\n", []string{"Thr"}, "openai: "},
+		{"cut short", "data: {\"choices\":[{\"delta\":{\"content\":\"Thr\"}}]}\n\n", []string{"Thr"}, "ended before its final [DONE]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, tc.stream)
+			}))
+			defer model.Close()
+			srv, _ := exampleServer(t, func() llm.Provider {
+				p, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: model.URL, Stream: true, MaxRetries: -1})
+				if err != nil {
+					t.Error(err)
+				}
+				return p
+			})
+			events := aguiEvents(t, srv.URL+"/v1/agents/text-analyst/runs", `{"threadId":"s-`+strings.ReplaceAll(tc.name, " ", "-")+`","messages":[{"id":"u1","role":"user","content":"Count."}]}`)
+			var deltas, types []string
+			for _, e := range events {
+				types = append(types, e.Type)
+				if e.Type == "TEXT_MESSAGE_CONTENT" {
+					deltas = append(deltas, e.Delta)
+				}
+			}
+			if strings.Join(deltas, "|") != strings.Join(tc.want, "|") || strings.Count(strings.Join(types, ","), "TEXT_MESSAGE_START") != 1 {
+				t.Fatalf("events %v, deltas %q", types, deltas)
+			}
+			last := events[len(events)-1]
+			switch {
+			case tc.errWant == "" && last.Type != "RUN_FINISHED":
+				t.Fatalf("last event %+v", last)
+			case tc.errWant != "" && (last.Type != "RUN_ERROR" || last.Code != "PROVIDER" || !strings.Contains(last.Message, tc.errWant) || !strings.HasPrefix(last.Message, "openai:")):
+				t.Fatalf("last event %+v", last)
+			}
+		})
+	}
+}
+
+// TestStoredHistory pins that a session's next run sends the model the
+// whole stored conversation: the user's messages, the assistant's turns
+// with their tool calls (under the host's IDs), the results, the answer.
+func TestStoredHistory(t *testing.T) {
+	srv, replays := exampleServer(t, nil)
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/sessions", strings.NewReader(`{"profile":"text-analyst"}`))
+	req.Header.Set("Authorization", "Bearer acme-token")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref serve.SessionRef
+	json.NewDecoder(resp.Body).Decode(&ref)
+	resp.Body.Close()
+	var first []string
+	for i, ask := range []string{"Fingerprint this.", "Again."} {
+		events := aguiEvents(t, srv.URL+"/v1/sessions/"+ref.ID+"/messages", `{"content":"`+ask+`"}`)
+		if last := events[len(events)-1]; last.Type != "RUN_FINISHED" {
+			t.Fatalf("run %d: %+v", i+1, last)
+		}
+		if i == 0 {
+			for _, e := range events {
+				if e.Type == "TOOL_CALL_START" {
+					first = append(first, e.ToolCallID)
+				}
+			}
+		}
+	}
+	sent := (*replays)[1].Requests[0].Messages
+	var roles, calls, answered []string
+	for _, m := range sent[1:] {
+		roles = append(roles, m.Role)
+		for _, c := range m.ToolCalls {
+			calls = append(calls, c.ID)
+		}
+		if m.Role == llm.RoleTool {
+			answered = append(answered, m.ToolCallID)
+		}
+	}
+	// user, the two tool-calling turns each with its result, the answer,
+	// then the new task.
+	if strings.Join(roles, ",") != "user,assistant,tool,assistant,tool,assistant,user" {
+		t.Fatalf("roles %v", roles)
+	}
+	if strings.Join(calls, ",") != strings.Join(first, ",") || strings.Join(answered, ",") != strings.Join(first, ",") {
+		t.Fatalf("calls %v and results %v, the first run showed %v", calls, answered, first)
 	}
 }
