@@ -28,7 +28,7 @@ func (h *Host) startMCP(sr *script.Runner) error {
 	h.mcpLock = lock
 	h.mcp = mcpclient.New(mcpclient.Options{
 		Policy: h.policy, Lock: lock, Spawn: sr.Spawn, Logger: h.log.Named("mcp"),
-		Protected: []string{h.policy.Source(), h.MCPLockPath()},
+		Protected: append([]string{h.policy.Source(), h.MCPLockPath()}, h.opts.Protected...),
 		Grant: func(server string) *policy.Grant {
 			return h.policy.Grant(mcpServerTool(h.policy, server), h.opts.LookupEnv)
 		},

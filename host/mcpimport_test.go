@@ -58,8 +58,9 @@ func mcpDefinitions(t testing.TB, bin string, args ...string) []mcpclient.Defini
 }
 
 // mcpHost writes policy doc to pdir/policy.yaml, pins defs as the tools
-// of the server demo and returns a host over that policy.
-func mcpHost(t *testing.T, pdir, doc string, defs []mcpclient.Definition) *host.Host {
+// of the server demo and returns a host over that policy, with protected
+// as Options.Protected.
+func mcpHost(t *testing.T, pdir, doc string, defs []mcpclient.Definition, protected ...string) *host.Host {
 	t.Helper()
 	pol := filepath.Join(pdir, "policy.yaml")
 	if err := os.WriteFile(pol, []byte(doc), 0o600); err != nil {
@@ -78,7 +79,7 @@ func mcpHost(t *testing.T, pdir, doc string, defs []mcpclient.Definition) *host.
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	h, err := host.New(ctx, host.Options{Policy: p, CacheDir: hosttest.CacheDir(t)})
+	h, err := host.New(ctx, host.Options{Policy: p, CacheDir: hosttest.CacheDir(t), Protected: protected})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,8 @@ func privateFS() bool {
 // private folder, never in the policy's: it cannot read the policy (the
 // other servers' secret headers), the lock file, or a key kept beside
 // them. A cwd, command or file grant that would expose the policy's
-// folder is refused with an error naming it, and the server never starts.
+// folder, or a protected file of the application (the auth file), is
+// refused with an error naming it, and the server never starts.
 func TestMCPServerFolder(t *testing.T) {
 	bin, defs := mcpTestServer(t)
 	secrets := []string{"policy.yaml", "policy.mcp-lock.json", "credential.key"}
@@ -118,10 +120,20 @@ func TestMCPServerFolder(t *testing.T) {
 		{name: "cwd holds the policy's folder", doc: "    command: " + bin + "\n    cwd: ..\n", refused: "policy.yaml"},
 		{name: "workspace grant over the policy's folder", doc: "    command: " + bin + "\n    securityContext: {fileAccess: {allowRead: [\"**\"]}}\n", refused: "policy.yaml"},
 		{name: "command in the policy's folder", doc: "    command: ./server\n", refused: "policy.yaml"},
+		{name: "cwd holds the auth file", doc: "    command: " + bin + "\n    cwd: ../auth\n", refused: "auth.yaml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pdir := filepath.Join(t.TempDir(), "etc")
+			root := t.TempDir()
+			pdir := filepath.Join(root, "etc")
 			if err := os.Mkdir(pdir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			// An application's file elsewhere (serve's auth file).
+			auth := filepath.Join(root, "auth", "auth.yaml")
+			if err := os.Mkdir(filepath.Dir(auth), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(auth, []byte("tenants: {}\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(filepath.Join(pdir, "credential.key"), []byte("KEY-MATERIAL-0123456789abcdef"), 0o600); err != nil {
@@ -139,7 +151,7 @@ func TestMCPServerFolder(t *testing.T) {
 				doc = strings.Replace(doc, "./server", filepath.Join(pdir, "server"), 1)
 			}
 			h := mcpHost(t, pdir, "limits: {default: {timeoutMs: 10000}}\nmcpServers:\n  other:\n    url: https://mcp.example.com/mcp\n    headers: {Authorization: \"Bearer SECRET-HEADER-VALUE\"}\n  demo:\n"+doc+
-				"networkAccess: {allowHosts: [mcp.example.com]}\n", defs)
+				"networkAccess: {allowHosts: [mcp.example.com]}\n", defs, auth)
 			ctx := context.Background()
 			env := h.Call(ctx, "mcp:demo.echo", json.RawMessage(`{"text":"hello"}`))
 			if tc.refused != "" {

@@ -47,6 +47,12 @@ type Options struct {
 	// (execute_tool, with the generative-AI attributes). Nil costs
 	// nothing.
 	Tracer trace.Tracer
+	// Protected are files of the application that no process the host
+	// starts for an MCP server may reach (a server's auth file, its
+	// credential key): a server whose folder, program folder or grant
+	// holds one does not start. The policy and its MCP lock file always
+	// are.
+	Protected []string
 	// CacheMaxBytes caps the host's cache folder: the host evicts the
 	// least recently used entries above it when it starts (in the
 	// background; Close waits for it). 0 means DefaultCacheMaxBytes; a
