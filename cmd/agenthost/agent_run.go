@@ -144,6 +144,9 @@ func (e *env) withProfile(a agentFlags, p *profile.Profile) agentFlags {
 			m.Replay = filepath.Join(filepath.Dir(p.Path), m.Replay)
 		}
 		set("replay", &a.replay, m.Replay)
+		if !e.set["stream"] && m.Stream {
+			a.stream = true
+		}
 	}
 	return a
 }

@@ -125,6 +125,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		e.issuer = iss
 	}
+	e.protected = []string{s.auth, s.credKey}
 	tenants, hosts, af, err := e.buildTenants(ctx, root, s.auth, s.profiles)
 	defer func() {
 		for _, h := range hosts {
@@ -234,7 +235,7 @@ func profileProvider(p *profile.Profile) (llm.Provider, string, error) {
 	if m == nil {
 		return nil, "", fmt.Errorf("profile %s names no model", p.ID)
 	}
-	a := agentFlags{provider: m.Provider, baseURL: m.BaseURL, model: m.Name, apiKeyEnv: m.APIKeyEnv, replay: m.Replay}
+	a := agentFlags{provider: m.Provider, baseURL: m.BaseURL, model: m.Name, apiKeyEnv: m.APIKeyEnv, replay: m.Replay, stream: m.Stream}
 	if a.replay != "" && !filepath.IsAbs(a.replay) {
 		a.replay = filepath.Join(filepath.Dir(p.Path), a.replay)
 	}
@@ -299,7 +300,8 @@ func (e *env) buildTenants(ctx context.Context, root, authPath string, profiles 
 		tenants[name] = &serve.Tenant{Name: name, Host: h, Profiles: profs, Provider: profileProvider}
 		return nil
 	}
-	files := []serverFile{}
+	// The cache folder holds every tenant's $CACHE and compiled modules.
+	files := []serverFile{{root, "the cache folder"}}
 	if e.serve.credKey != "" {
 		files = append(files, serverFile{e.serve.credKey, "the credential key"})
 	}
@@ -345,9 +347,9 @@ type serverFile struct{ path, what string }
 
 // checkWorkspaces refuses a tenant whose workspace holds a file of the
 // server (the auth file, the credential key, the history database, the
-// global policy), another tenant's policy file or another tenant's
-// workspace: whatever a tool may read there, the tenant reads. own maps
-// the tenants with a policy of their own to its file.
+// global policy, the cache folder), another tenant's policy file or
+// another tenant's workspace: whatever a tool may read there, the tenant
+// reads. own maps the tenants with a policy of their own to its file.
 func checkWorkspaces(tenants map[string]*serve.Tenant, own map[string]string, files []serverFile) error {
 	names := make([]string, 0, len(tenants))
 	for name := range tenants {

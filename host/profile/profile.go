@@ -48,6 +48,9 @@ type Model struct {
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
 	// Replay is a replay provider's transcript, relative to the profile.
 	Replay string `json:"replay,omitempty"`
+	// Stream asks the provider for streamed answers, so that a client
+	// sees the text as it comes.
+	Stream bool `json:"stream,omitempty"`
 }
 
 // Load reads and checks the profile at path.
