@@ -85,6 +85,7 @@ type env struct {
 	// issuer, tenant and workspace (replacing the policy's) are set by
 	// serve for the hosts it builds.
 	issuer    credential.Issuer
+	protected []string // files no MCP server's process may reach (serve's)
 	tenant    string
 	workspace string
 	tracer    trace.Tracer
@@ -356,7 +357,7 @@ func (e *env) newHost(ctx context.Context, tools ...host.Tool) (*host.Host, erro
 		}
 	}
 	h, err := host.New(ctx, host.Options{Dirs: dirs, Policy: p, Logger: e.log, CacheDir: e.cacheDir, OnFailure: host.OnFailure(e.onFailure), Tools: tools,
-		Credentials: e.issuer, Tenant: e.tenant, Tracer: e.tracer})
+		Credentials: e.issuer, Tenant: e.tenant, Tracer: e.tracer, Protected: e.protected})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
