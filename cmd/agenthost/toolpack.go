@@ -85,10 +85,10 @@ func signCommand() command {
 
 func verifyCommand() command {
 	return command{
-		name: "verify", usage: "verify DIR|NAME.tar.gz [--trusted FILE] [--json]",
+		name: "verify", usage: "verify DIR|NAME.tar.gz [--trusted KEYS] [--json]",
 		summary: "check a toolpack's signature against trusted keys and its files against the signed index (exit 1 when it fails)",
 		flags: func(fs *flag.FlagSet, e *env) {
-			fs.StringVar(&e.trusted, "trusted", "", "a `FILE` of trusted keys: a .pub file or an allowed-signers list (default: the policy's trustedKeys)")
+			fs.StringVar(&e.trusted, "trusted", "", "the trusted `KEYS`: a .pub file, an allowed-signers file, or a public-key line (default: the policy's trustedKeys)")
 			fs.BoolVar(&e.asJSON, "json", false, `print {"ok", "principal", "fingerprint", "files"} or {"ok", "reason", "detail"}`)
 		},
 		run: runVerify,
@@ -101,7 +101,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	}
 	var trusted []toolpack.Signer
 	if e.trusted != "" {
-		s, err := toolpack.ReadAllowedSigners(e.trusted)
+		s, err := toolpack.ParseTrusted([]string{e.trusted}, ".")
 		if err != nil {
 			return usageError{err.Error()}
 		}
@@ -114,7 +114,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		trusted = p.Signers()
 	}
 	if len(trusted) == 0 {
-		return usageError{"no trusted keys: give --trusted FILE or a policy with trustedKeys"}
+		return usageError{"no trusted keys: give --trusted KEYS (a .pub file, an allowed-signers file or a public-key line) or a policy with trustedKeys"}
 	}
 	var v *toolpack.Verified
 	var err error

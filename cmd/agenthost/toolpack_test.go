@@ -217,6 +217,9 @@ func TestTrustPlainKeys(t *testing.T) {
 	if code, out := cli("verify", pack, "--trusted", other+".pub"); code != 1 || !strings.Contains(out, "untrusted key") {
 		t.Fatalf("verify --trusted OTHER.pub: %d %s", code, out)
 	}
+	if code, out := cli("verify", pack, "--trusted", strings.TrimSpace(string(pubLine))); code != 0 || !strings.Contains(out, "signed by alice@laptop") {
+		t.Fatalf("verify --trusted 'ssh-ed25519 AAAA… alice@laptop': %d %s", code, out)
+	}
 }
 
 // TestArchiveCheckedFirst: an archive is checked before it is unpacked.

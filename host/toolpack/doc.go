@@ -8,4 +8,8 @@
 // namespace, and that the folder holds exactly the indexed files with
 // their digests: a file added, changed or removed after signing is an
 // error naming it.
+//
+// An archive is read index first: its signature is checked before any
+// file is inflated, and only indexed files, each of its indexed size and
+// digest, are unpacked, under a cap on their sum.
 package toolpack
