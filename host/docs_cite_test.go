@@ -84,6 +84,8 @@ func TestDocsCiteRealBenchmarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	design, _ := filepath.Glob(filepath.Join(root, "docs", "design", "*.md"))
+	docs = append(docs, design...)
 	cited := regexp.MustCompile(`\bBenchmark[A-Z]\w*`)
 	for _, doc := range docs {
 		b, err := os.ReadFile(doc)

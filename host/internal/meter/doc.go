@@ -33,5 +33,5 @@
 // [Cache] memoizes [Instrument] in memory and on disk. [Nanosleep] makes
 // guest sleeps end at the deadline, and [DeterministicConfig] gives a
 // guest a fixed clock and seeded randomness so its fuel replays exactly.
-// docs/FUEL.md has the design notes and the benchmark figures.
+// docs/design/FUEL.md has the design notes and the benchmark figures.
 package meter

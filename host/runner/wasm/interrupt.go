@@ -21,7 +21,7 @@ import (
 // TIMEOUT once the call's context is done, and with FUEL_EXHAUSTED when a
 // fuel limit is spent. So the runtime does not use wazero's
 // WithCloseOnContextDone, which checks the context from every loop and
-// costs 9-17 times the CPU on compute-heavy guests (docs/FUEL.md).
+// costs 9-17 times the CPU on compute-heavy guests (docs/design/FUEL.md).
 
 // Causes of a stopped call, read back with context.Cause.
 var (
