@@ -174,6 +174,11 @@ func TestServeWorkspaceRefused(t *testing.T) {
 			"a/a.yaml":           "workspace: ../shared\n",
 			"shared/global.yaml": "fileAccess: {allowRead: ['**']}\n",
 		}, []string{"--policy", "shared/global.yaml"}, "the global policy"},
+		{"workspace holding the cache folder", map[string]string{
+			"auth.yaml":    auth("  a: {policy: a/a.yaml}\n"),
+			"a/a.yaml":     "workspace: ../var\n",
+			"var/cache/.k": "",
+		}, []string{"--cache-dir", "var/cache"}, "holds the cache folder"},
 		{"one workspace inside another", map[string]string{
 			"auth.yaml":    auth("  a: {policy: a/a.yaml}\n  b: {policy: b/b.yaml}\n"),
 			"a/a.yaml":     "workspace: ../files\n",
@@ -191,9 +196,11 @@ func TestServeWorkspaceRefused(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, tc.files)
 			t.Chdir(dir)
-			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--auth", "auth.yaml", "--dir", toolpacks, "--cache-dir", t.TempDir(), "--log-level", "error"}, tc.flags...)
-			if !slices.Contains(args, "--data") {
-				args = append(args, "--data", t.TempDir())
+			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--auth", "auth.yaml", "--dir", toolpacks, "--log-level", "error"}, tc.flags...)
+			for flag, dir := range map[string]string{"--data": t.TempDir(), "--cache-dir": t.TempDir()} {
+				if !slices.Contains(args, flag) {
+					args = append(args, flag, dir)
+				}
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
