@@ -160,3 +160,31 @@ func TestRedactLinear(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRedact redacts 1 MiB JSON documents: "decoys" holds escapes
+// and token-shaped strings in every literal (the worst case: each is
+// decoded and each decoy verified), "clean" holds neither (the common
+// case: one pass looking for the prefix and the secrets).
+func BenchmarkRedact(b *testing.B) {
+	h, _ := NewHMAC([]byte(strings.Repeat("k", 32)))
+	c, _ := h.Mint(context.Background(), Request{Tenant: "a", Tool: "b:c", Name: "n"})
+	r := NewRedactor([]string{c.Token, "hunter2-secret"}, liveOf(h))
+	for _, bc := range []struct{ name, item string }{
+		{"decoys", `"caf\u00e9 ahc1.AAAA.BBBB line\nbreak",`},
+		{"clean", `"a plain line of output, nothing to hide",`},
+	} {
+		var doc strings.Builder
+		doc.WriteString(`{"items":[`)
+		for doc.Len() < 1<<20 {
+			doc.WriteString(bc.item)
+		}
+		doc.WriteString(`"end"]}`)
+		s := doc.String()
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				r.String(s)
+			}
+		})
+	}
+}
