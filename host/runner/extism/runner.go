@@ -59,7 +59,10 @@ type Runner struct {
 	meter *meter.Cache
 	// writes stops the meter cache's writes at Close.
 	writes *filecache.Gate
-	rt     wazero.Runtime
+	// compiled checks wazero's compiled files on disk; nil without a
+	// cache folder.
+	compiled *filecache.Compiled
+	rt       wazero.Runtime
 
 	mu      sync.Mutex
 	modules map[string]*module
@@ -110,14 +113,28 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	mc.Discarded = func(path, reason string) {
 		named.Warn("discarded a cached instrumented module; rebuilding it", "file", filepath.Base(path), "reason", reason)
 	}
+	var compiled *filecache.Compiled
+	if opts.CacheDir != "" {
+		var err error
+		compiled, err = filecache.NewCompiled(opts.CacheDir, writes, func(path, reason string) {
+			named.Warn("discarded a cached compiled module; compiling it again", "file", filepath.Base(path), "reason", reason)
+		}, func(path string) {
+			named.Warn("a compiled module is not where its name says: compiled code on disk is not checked", "file", path)
+		})
+		if err != nil {
+			rt.Close(ctx)
+			return nil, fmt.Errorf("extism runner: compilation cache %s: %w", opts.CacheDir, err)
+		}
+	}
 	return &Runner{
-		opts:    opts,
-		log:     named,
-		cache:   cache,
-		meter:   mc,
-		writes:  writes,
-		rt:      rt,
-		modules: make(map[string]*module),
+		opts:     opts,
+		log:      named,
+		cache:    cache,
+		meter:    mc,
+		writes:   writes,
+		compiled: compiled,
+		rt:       rt,
+		modules:  make(map[string]*module),
 	}, nil
 }
 
@@ -298,7 +315,8 @@ func (r *Runner) plain(ctx context.Context, m *module) (wazero.CompiledModule, e
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m.plain == nil {
-		c, err := r.rt.CompileModule(ctx, m.metered)
+		var c wazero.CompiledModule
+		err := r.compiled.Guard(m.metered, func() (err error) { c, err = r.rt.CompileModule(ctx, m.metered); return err })
 		if err != nil {
 			return nil, fmt.Errorf("compile: %w", err)
 		}
@@ -313,7 +331,7 @@ func (r *Runner) stripped(ctx context.Context, m *module) (*strippedModule, erro
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m.stripped == nil && m.strippedErr == nil {
-		m.stripped, m.strippedErr = stripModule(ctx, r.rt, m.metered)
+		m.stripped, m.strippedErr = stripModule(ctx, r.rt, r.compiled, m.metered)
 	}
 	return m.stripped, m.strippedErr
 }

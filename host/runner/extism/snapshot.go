@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agenthost/agenthost/host/internal/filecache"
 	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/tetratelabs/wabin/binary"
 	"github.com/tetratelabs/wabin/leb128"
@@ -60,8 +61,8 @@ type dataSegment struct {
 // says why it does not qualify: a snapshot needs a WASI reactor whose only
 // initialiser is _initialize (Go, Rust reactors; not Haskell's hs_init),
 // a memory it defines itself, and active data segments with constant
-// offsets.
-func stripModule(ctx context.Context, rt wazero.Runtime, code []byte) (*strippedModule, error) {
+// offsets. guard checks the compiled file wazero reads and writes.
+func stripModule(ctx context.Context, rt wazero.Runtime, guard *filecache.Compiled, code []byte) (*strippedModule, error) {
 	m, err := binary.DecodeModule(code, wasm.CoreFeaturesV2)
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
@@ -112,7 +113,8 @@ func stripModule(ctx context.Context, rt wazero.Runtime, code []byte) (*stripped
 		s.globals = append(s.globals, name)
 	}
 	m.DataSection = nil
-	if s.compiled, err = rt.CompileModule(ctx, binary.EncodeModule(m)); err != nil {
+	stripped := binary.EncodeModule(m)
+	if err = guard.Guard(stripped, func() (err error) { s.compiled, err = rt.CompileModule(ctx, stripped); return err }); err != nil {
 		return nil, fmt.Errorf("compile: %w", err)
 	}
 	return s, nil
