@@ -63,6 +63,8 @@ type gmPart struct {
 	Text             string        `json:"text,omitempty"`
 	FunctionCall     *gmCall       `json:"functionCall,omitempty"`
 	FunctionResponse *gmFuncResult `json:"functionResponse,omitempty"`
+	// ThoughtSignature goes back with the part it came with.
+	ThoughtSignature string `json:"thoughtSignature,omitempty"`
 }
 
 type gmCall struct {
@@ -114,7 +116,7 @@ func GeminiBody(req Request) map[string]any {
 				if json.Unmarshal([]byte(tc.Arguments), &args) != nil || args == nil {
 					args = map[string]any{}
 				}
-				add("model", gmPart{FunctionCall: &gmCall{ID: tc.ID, Name: tc.Name, Args: args}})
+				add("model", gmPart{FunctionCall: &gmCall{ID: tc.ID, Name: tc.Name, Args: args}, ThoughtSignature: tc.Signature})
 			}
 		case RoleTool:
 			var obj map[string]any
@@ -196,9 +198,10 @@ type gmAnswer struct {
 	Candidates []struct {
 		Content struct {
 			Parts []struct {
-				Text         string  `json:"text"`
-				Thought      bool    `json:"thought"`
-				FunctionCall *gmCall `json:"functionCall"`
+				Text             string  `json:"text"`
+				Thought          bool    `json:"thought"`
+				FunctionCall     *gmCall `json:"functionCall"`
+				ThoughtSignature string  `json:"thoughtSignature"`
 			} `json:"parts"`
 		} `json:"content"`
 		FinishReason string `json:"finishReason"`
@@ -237,7 +240,7 @@ func (g gmAnswer) into(resp *Response, n *int, onDelta func(string)) error {
 				args = map[string]any{}
 			}
 			a, _ := json.Marshal(args)
-			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: id, Name: part.FunctionCall.Name, Arguments: string(a)})
+			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: id, Name: part.FunctionCall.Name, Arguments: string(a), Signature: part.ThoughtSignature})
 		case part.Text != "" && !part.Thought:
 			resp.Content += part.Text
 			if onDelta != nil {

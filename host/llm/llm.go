@@ -35,6 +35,9 @@ type ToolCall struct {
 	Name string `json:"name"`
 	// Arguments is the JSON text the model wrote (it may be invalid).
 	Arguments string `json:"arguments"`
+	// Signature is opaque provider state to send back with the call
+	// (Gemini's thoughtSignature, which its thinking models check).
+	Signature string `json:"signature,omitempty"`
 }
 
 // ToolDef is a tool offered to the model. Parameters must already be in a
