@@ -164,16 +164,16 @@ func TestServeWorkspaceRefused(t *testing.T) {
 			"keys/cred.key": strings.Repeat("k", 32),
 		}, []string{"--credential-key", "keys/cred.key"}, "holds the credential key"},
 		{"workspace holding another tenant's policy", map[string]string{
-			"auth.yaml":     auth("  a: {policy: a/a.yaml}\n  b: {policy: shared/b.yaml}\n"),
-			"a/a.yaml":      "workspace: ../shared\n",
-			"shared/b.yaml": "workspace: ../b-files\n",
+			"auth.yaml":     auth("  a: {policy: a/a.yaml}\n  b: {policy: common/b.yaml}\n"),
+			"a/a.yaml":      "workspace: ../common\n",
+			"common/b.yaml": "workspace: ../b-files\n",
 			"b-files/x.md":  "x",
 		}, nil, `the policy of tenant "b"`},
 		{"workspace holding the global policy", map[string]string{
 			"auth.yaml":          auth("  a: {policy: a/a.yaml}\n  b: {}\n"),
-			"a/a.yaml":           "workspace: ../shared\n",
-			"shared/global.yaml": "fileAccess: {allowRead: ['**']}\n",
-		}, []string{"--policy", "shared/global.yaml"}, "the global policy"},
+			"a/a.yaml":           "workspace: ../common\n",
+			"common/global.yaml": "fileAccess: {allowRead: ['**']}\n",
+		}, []string{"--policy", "common/global.yaml"}, "the global policy"},
 		{"workspace holding the cache folder", map[string]string{
 			"auth.yaml":    auth("  a: {policy: a/a.yaml}\n"),
 			"a/a.yaml":     "workspace: ../var\n",

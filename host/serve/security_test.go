@@ -287,22 +287,22 @@ func TestThreadIDsPerTenant(t *testing.T) {
 		return f.do(t, "POST", "/v1/agents/counter/runs", token, js,
 			`{"threadId":"`+thread+`","messages":[{"id":"1","role":"user","content":"`+message+`"}]}`)
 	}
-	if status, body := runOn("acme-token", "shared", "acme asks"); status != 200 || !strings.Contains(body, "RUN_FINISHED") {
+	if status, body := runOn("acme-token", "same-id", "acme asks"); status != 200 || !strings.Contains(body, "RUN_FINISHED") {
 		t.Fatalf("acme's run: %d %s", status, body)
 	}
 	// Another tenant's thread and an unused one answer the same.
-	for _, thread := range []string{"shared", "unused"} {
+	for _, thread := range []string{"same-id", "unused"} {
 		if status, body := f.do(t, "GET", "/v1/sessions/"+thread+"/history", "beta-token", "", ""); status != 404 || !strings.Contains(body, `"NOT_FOUND"`) {
 			t.Errorf("beta reads %s: %d %s", thread, status, body)
 		}
 	}
-	for _, thread := range []string{"shared", "unused"} {
+	for _, thread := range []string{"same-id", "unused"} {
 		if status, body := runOn("beta-token", thread, "beta asks"); status != 200 || !strings.Contains(body, "RUN_FINISHED") {
 			t.Errorf("beta runs on %s: %d %s", thread, status, body)
 		}
 	}
-	_, acme := f.do(t, "GET", "/v1/sessions/shared/history", "acme-token", "", "")
-	_, beta := f.do(t, "GET", "/v1/sessions/shared/history", "beta-token", "", "")
+	_, acme := f.do(t, "GET", "/v1/sessions/same-id/history", "acme-token", "", "")
+	_, beta := f.do(t, "GET", "/v1/sessions/same-id/history", "beta-token", "", "")
 	if !strings.Contains(acme, "acme asks") || strings.Contains(acme, "beta asks") || !strings.Contains(beta, "beta asks") || strings.Contains(beta, "acme asks") {
 		t.Fatalf("the tenants' sessions mix:\nacme %s\nbeta %s", acme, beta)
 	}
