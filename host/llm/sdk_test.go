@@ -16,6 +16,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/agent"
 	"github.com/agenthost/agenthost/host/llm"
 	"github.com/agenthost/agenthost/host/wire"
 	"github.com/agenthost/agenthost/host/workflow"
@@ -38,8 +40,8 @@ func needSDKs(t *testing.T) string {
 }
 
 // allDefs gathers every tool a model may be offered: the first-party
-// toolpacks, the example guests and test packs, the workflows, and the
-// tools of the MCP servers the tests import (the Go test server, and
+// toolpacks and Go tool (llm:complete), the example guests and test
+// packs, the workflows, and the tools of the MCP servers the tests import (the Go test server, and
 // the reference server-everything when installed).
 func allDefs(t *testing.T) []wire.Def {
 	t.Helper()
@@ -77,7 +79,17 @@ func allDefs(t *testing.T) []wire.Def {
 	if len(wfs) == 0 {
 		t.Fatal("no workflows found")
 	}
-	defs = append(defs, mcpDefs(t, "test", exec.Command("go", "run", "../runner/mcpclient/testdata/server"))...)
+	// The first-party Go tool, its schema inferred from its Go type.
+	rp, _ := llm.ParseReplay(nil)
+	h, err := host.New(context.Background(), host.Options{Tools: []host.Tool{agent.CompleteTool(rp, "m")}, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	for _, tl := range h.Tools() {
+		defs = append(defs, wire.Def{ID: tl.ToolID, Description: tl.Description, Parameters: tl.Parameters})
+	}
+		defs = append(defs, mcpDefs(t, "test", exec.Command("go", "run", "../runner/mcpclient/testdata/server"))...)
 	everything, _ := filepath.Abs("../runner/mcpclient/testdata/everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 	if _, err := os.Stat(everything); err == nil {
 		defs = append(defs, mcpDefs(t, "everything", exec.Command("node", everything, "stdio"))...)
@@ -225,7 +237,15 @@ func TestSDKRequests(t *testing.T) {
 			t.Errorf("%s refuses the request:\n%v", p, err)
 		}
 	}
-	t.Logf("%d tools, each accepted by the rules of openai, anthropic and gemini as their SDKs sent it", len(defs))
+	bySource := map[string]int{}
+	for _, d := range defs {
+		src, _, _ := strings.Cut(d.ID, ":")
+		if src == "mcp" {
+			src, _, _ = strings.Cut(d.ID, ".")
+		}
+		bySource[src]++
+	}
+	t.Logf("%d tools (%v), each accepted by the rules of openai, anthropic and gemini as their SDKs sent it", len(defs), bySource)
 }
 
 // TestSDKRequestsCatchRawSchemas is the control: the manifests' own
