@@ -89,7 +89,7 @@ func allDefs(t *testing.T) []wire.Def {
 	for _, tl := range h.Tools() {
 		defs = append(defs, wire.Def{ID: tl.ToolID, Description: tl.Description, Parameters: tl.Parameters})
 	}
-		defs = append(defs, mcpDefs(t, "test", exec.Command("go", "run", "../runner/mcpclient/testdata/server"))...)
+	defs = append(defs, mcpDefs(t, "test", exec.Command("go", "run", "../runner/mcpclient/testdata/server"))...)
 	everything, _ := filepath.Abs("../runner/mcpclient/testdata/everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 	if _, err := os.Stat(everything); err == nil {
 		defs = append(defs, mcpDefs(t, "everything", exec.Command("node", everything, "stdio"))...)
