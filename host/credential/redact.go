@@ -109,13 +109,15 @@ func (r *Redactor) Bytes(b []byte) []byte {
 // Value redacts every string (keys too) of a JSON-like value: what
 // encoding/json makes of it is walked, and when a string changed, the
 // redacted decoded value is returned with true; otherwise v and false.
+// A value encoding/json cannot encode cannot be scanned: it is dropped
+// (nil, true).
 func (r *Redactor) Value(v any) (any, bool) {
 	if r == nil || v == nil {
 		return v, false
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return v, false
+		return nil, true
 	}
 	if s := string(b); r.String(s) == s && !strings.Contains(s, `\\`) {
 		// No string of v holds a secret, as written or decoded once, and

@@ -79,6 +79,9 @@ func TestRedactor(t *testing.T) {
 	if v, changed := r.Value(clean); changed || v.(map[string]any)["toolCode"] != "E_X" {
 		t.Fatalf("clean details changed: %v", v)
 	}
+	if v, changed := r.Value(map[string]any{"ch": make(chan int), "t": tok}); !changed || v != nil {
+		t.Fatalf("details that cannot be encoded: %v", v)
+	}
 	var nilR *Redactor
 	if nilR.String(tok) != tok || NewRedactor([]string{"ab"}, nil) != nil {
 		t.Fatal("a nil Redactor")
