@@ -79,15 +79,20 @@ func (r *Runner) Spawn(ctx context.Context, c SpawnConfig) (*Process, error) {
 		}
 		exe = found
 	}
-	grantRules, _ := fileRules(c.Grant, "")
 	// The program's folder is needed to run it, not granted: it keeps
 	// its owner (never idmapped). Dir is the operator's grant.
-	own := []isolate.Rule{{Path: filepath.Dir(exe), Access: isolate.Read | isolate.Exec, KeepOwner: true}}
+	progDir := isolate.Rule{Path: filepath.Dir(exe), Access: isolate.Read | isolate.Exec, KeepOwner: true}
+	reach := map[string]string{progDir.Path: "its program's folder"}
 	if c.Dir != "" {
-		own = append(own, isolate.Rule{Path: c.Dir, Access: isolate.Read | isolate.Exec})
+		reach[c.Dir] = "its folder (cwd)"
 	}
-	own = append(own, grantRules...)
-	if err := exposes(own, c.Protected); err != nil {
+	grantRules, _ := fileRules(c.Grant, "")
+	for _, g := range grantRules {
+		if _, ok := reach[g.Path]; !ok {
+			reach[g.Path] = "its file grant"
+		}
+	}
+	if err := exposes(reach, c.Protected); err != nil {
 		return nil, fmt.Errorf("spawn: %w", err)
 	}
 	base, err := r.scratch.dirFor(r.uids != nil)
@@ -142,7 +147,7 @@ func (r *Runner) Spawn(ctx context.Context, c SpawnConfig) (*Process, error) {
 	sort.Strings(envList)
 	grantRules, _ = fileRules(c.Grant, tmp)
 	rules := append([]isolate.Rule{}, runtimeFiles...)
-	rules = append(rules, own[0])
+	rules = append(rules, progDir)
 	if c.Dir != "" {
 		rules = append(rules, isolate.Rule{Path: c.Dir, Access: isolate.Read | isolate.Exec})
 	}
@@ -191,10 +196,10 @@ func isExecutable(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// exposes returns an error naming the first protected file that one of
-// rules reaches (the rule's path is the file or a folder above it), after
-// symbolic links on both sides.
-func exposes(rules []isolate.Rule, protected []string) error {
+// exposes returns an error naming a protected file that one of the paths
+// of reach (path → what it is to the process) reaches: the path is the
+// file or a folder above it, after symbolic links on both sides.
+func exposes(reach map[string]string, protected []string) error {
 	real := func(p string) string {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
 			return r
@@ -204,14 +209,19 @@ func exposes(rules []isolate.Rule, protected []string) error {
 		}
 		return filepath.Clean(p)
 	}
+	paths := make([]string, 0, len(reach))
+	for p := range reach {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
 	for _, f := range protected {
 		if f == "" {
 			continue
 		}
 		rf := real(f)
-		for _, r := range rules {
-			if rp := real(r.Path); within(rf, rp) {
-				return fmt.Errorf("%s would expose %s, which a server's process never reaches; give the server a folder of its own (cwd) that holds neither the policy nor its lock or auth file", r.Path, f)
+		for _, p := range paths {
+			if within(rf, real(p)) {
+				return fmt.Errorf("%s %s holds %s, which a server's process never reaches; give the server a folder, program and grants apart from the policy, its lock file and the application's secrets", reach[p], p, f)
 			}
 		}
 	}
