@@ -45,8 +45,14 @@ var folderUnits = map[string]struct {
 	"tools":   {"tool-cache", 3},
 }
 
+// stateFolders are top-level folders under the cache root that hold state,
+// not derived files: serve's default data folder (the history database, the
+// credential key, tenants' private workspaces). They are never listed, so
+// never pruned.
+var stateFolders = map[string]bool{"serve": true}
+
 // List returns the entries of the cache rooted at dir, most recently used
-// first. A missing dir is an empty cache.
+// first. A missing dir is an empty cache; the state folders are left out.
 func List(dir string) ([]Entry, error) {
 	byPath := map[string]*Entry{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -55,6 +61,9 @@ func List(dir string) ([]Entry, error) {
 				return nil
 			}
 			return err
+		}
+		if d.IsDir() && filepath.Dir(path) == filepath.Clean(dir) && stateFolders[d.Name()] {
+			return fs.SkipDir
 		}
 		if !d.Type().IsRegular() {
 			return nil

@@ -27,6 +27,8 @@ func fixture(t *testing.T) string {
 		{"scripts/venv-cccc/lib/x.py", 100, 2}, // a recent use keeps the whole venv recent
 		{"tools/core/echo/ws1/state.json", 50, 60},
 		{"odd.bin", 10, 90},
+		{"serve/history.db", 1000, 120},             // state, not cache: never listed or pruned
+		{"serve/workspaces/acme/notes.txt", 5, 120}, // a tenant's private workspace
 	}
 	for _, f := range files {
 		p := filepath.Join(dir, filepath.FromSlash(f.path))
@@ -103,6 +105,11 @@ func TestPrune(t *testing.T) {
 			}
 			if strings.Join(got, ",") != strings.Join(tc.removed, ",") {
 				t.Fatalf("removed %v, want %v", got, tc.removed)
+			}
+			for _, kept := range []string{"serve/history.db", "serve/workspaces/acme/notes.txt"} {
+				if _, err := os.Stat(filepath.Join(dir, kept)); err != nil {
+					t.Errorf("prune removed state %s: %v", kept, err)
+				}
 			}
 		})
 	}
