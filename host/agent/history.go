@@ -81,7 +81,7 @@ func summarise(turns [][]llm.Message) llm.Message {
 	}
 	s := b.String()
 	if len(s) > maxSummary {
-		s = s[:maxSummary] + "…"
+		s = strings.ToValidUTF8(s[:maxSummary], "") + "…"
 	}
 	return llm.Message{Role: llm.RoleUser, Content: s}
 }
@@ -100,10 +100,11 @@ func estimate(msgs []llm.Message) int {
 	return n
 }
 
+// clip is s on one line, cut to n runes (never inside a character).
 func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
+	r := []rune(strings.Join(strings.Fields(s), " "))
+	if len(r) <= n {
+		return string(r)
 	}
-	return s[:n] + "…"
+	return string(r[:n]) + "…"
 }

@@ -201,7 +201,7 @@ func parseAnthropicStream(r io.Reader, onDelta func(string)) (Response, error) {
 	var blocks []*block
 	var resp Response
 	stopped := false
-	_, err := readSSE(r, func(ev sseEvent) (bool, error) {
+	err := readSSE(r, func(ev sseEvent) (bool, error) {
 		var e struct {
 			Type         string `json:"type"`
 			Index        *int   `json:"index"`

@@ -259,7 +259,7 @@ func parseGeminiStream(r io.Reader, onDelta func(string)) (Response, error) {
 	var resp Response
 	n := 0
 	finished := false
-	_, err := readSSE(r, func(ev sseEvent) (bool, error) {
+	err := readSSE(r, func(ev sseEvent) (bool, error) {
 		var g gmAnswer
 		if err := json.Unmarshal([]byte(ev.data), &g); err != nil {
 			return false, fmt.Errorf("a malformed stream event (not a JSON chunk): %s", snippet([]byte(ev.data), ""))

@@ -267,9 +267,9 @@ type sseEvent struct {
 const maxSSELine = 8 << 20
 
 // readSSE calls fn for each event of a server-sent event stream until fn
-// says stop or the stream ends (then ended is true); comments and retry /
-// id fields are skipped.
-func readSSE(r io.Reader, fn func(sseEvent) (stop bool, err error)) (ended bool, err error) {
+// says stop or the stream ends; comments and retry / id fields are
+// skipped.
+func readSSE(r io.Reader, fn func(sseEvent) (stop bool, err error)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxSSELine)
 	var ev sseEvent
@@ -288,7 +288,7 @@ func readSSE(r io.Reader, fn func(sseEvent) (stop bool, err error)) (ended bool,
 		line := strings.TrimSuffix(sc.Text(), "\r")
 		if line == "" {
 			if stop, err := dispatch(); stop || err != nil {
-				return false, err
+				return err
 			}
 			continue
 		}
@@ -306,12 +306,10 @@ func readSSE(r io.Reader, fn func(sseEvent) (stop bool, err error)) (ended bool,
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return false, fmt.Errorf("a stream line is longer than %d bytes", maxSSELine)
+			return fmt.Errorf("a stream line is longer than %d bytes", maxSSELine)
 		}
-		return false, err
+		return err
 	}
-	if stop, err := dispatch(); stop || err != nil {
-		return false, err
-	}
-	return true, nil
+	_, err := dispatch()
+	return err
 }

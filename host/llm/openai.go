@@ -190,7 +190,7 @@ func parseOpenAIStream(r io.Reader, onDelta func(string)) (Response, error) {
 	type partial struct{ id, name, args strings.Builder }
 	var calls []*partial
 	done := false
-	_, err := readSSE(r, func(ev sseEvent) (bool, error) {
+	err := readSSE(r, func(ev sseEvent) (bool, error) {
 		if strings.TrimSpace(ev.data) == "[DONE]" {
 			done = true
 			return true, nil
