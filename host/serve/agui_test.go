@@ -290,3 +290,57 @@ func TestStoredHistory(t *testing.T) {
 		t.Fatalf("calls %v and results %v, the first run showed %v", calls, answered, first)
 	}
 }
+
+// TestAGUIMessages pins what an AG-UI run takes in: every message before
+// the last is the conversation (a system message included, a result whose
+// call is missing turned into text), and a body that cannot be one is a
+// 400 saying why.
+func TestAGUIMessages(t *testing.T) {
+	srv, replays := exampleServer(t, nil)
+	for _, tc := range []struct {
+		name, messages string
+		status         int
+		want           string
+	}{
+		{"no messages", `[]`, 400, "no user message"},
+		{"last not from the user", `[{"id":"u","role":"user","content":"hi"},{"id":"a","role":"assistant","content":"yes"}]`, 400, "must be the user's"},
+		{"unknown role", `[{"id":"x","role":"oracle","content":"?"},{"id":"u","role":"user","content":"hi"}]`, 400, `role \"oracle\"`},
+		{"tool message without its call ID", `[{"id":"t","role":"tool","content":"1"},{"id":"u","role":"user","content":"hi"}]`, 400, "toolCallId"},
+		{"a conversation", `[{"id":"s","role":"system","content":"Be brief."},{"id":"u0","role":"user","content":"Count."},
+			{"id":"a0","role":"assistant","content":"","toolCalls":[{"id":"k1","type":"function","function":{"name":"text__stats","arguments":"{\"text\":\"a b\"}"}}]},
+			{"id":"t0","role":"tool","toolCallId":"k1","content":"{\"words\":2}"},
+			{"id":"t9","role":"tool","toolCallId":"gone","content":"orphan"},
+			{"id":"a1","role":"assistant","content":"Two."},{"id":"u","role":"user","content":"Fingerprint this text."}]`, 200, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"threadId":"m-` + strings.ReplaceAll(tc.name, " ", "-") + `","messages":` + tc.messages + `}`
+			req, _ := http.NewRequest("POST", srv.URL+"/v1/agents/text-analyst/runs", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer acme-token")
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || !strings.Contains(string(raw), tc.want) {
+				t.Fatalf("%d %s", resp.StatusCode, raw)
+			}
+			if tc.status != 200 {
+				return
+			}
+			if !strings.Contains(string(raw), "RUN_FINISHED") {
+				t.Fatalf("%s", raw)
+			}
+			sent := (*replays)[len(*replays)-1].Requests[0].Messages
+			var got []string
+			for _, m := range sent[1:] {
+				got = append(got, m.Role+":"+m.Content)
+			}
+			want := []string{"system:Be brief.", "user:Count.", "assistant:", `tool:{"words":2}`, "user:(a tool result) orphan", "assistant:Two.", "user:Fingerprint this text."}
+			if strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Fatalf("sent %q", got)
+			}
+		})
+	}
+}
