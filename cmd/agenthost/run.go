@@ -100,7 +100,7 @@ func commands() []command {
 	return []command{
 		listCommand(), describeCommand(), invokeCommand(), parseCommand(),
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
-		runCommand(), schemaCommand(), mcpCommand(), mcpImportCommand(), serveCommand(), workerCommand(), testCommand(), cacheCommand(),
+		runCommand(), schemaCommand(), mcpCommand(), mcpImportCommand(), serveCommand(), workerCommand(), testCommand(), newCommand(), buildCommand(), cacheCommand(),
 		packCommand(), signCommand(), verifyCommand(), pushCommand(), pullCommand(), versionCommand(),
 	}
 }
