@@ -18,6 +18,20 @@ import (
 	"github.com/agenthost/agenthost/host/llm"
 )
 
+// refuse answers a request that breaks provider's documented rules as
+// the real API does (400, its message): the fake servers here accept only
+// what the real ones would.
+func refuse(w http.ResponseWriter, provider string, body []byte) bool {
+	err := llm.CheckRequest(provider, body)
+	if err == nil {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": err.Error()}})
+	return true
+}
+
 func replay(t testing.TB, lines ...string) *llm.Replay {
 	t.Helper()
 	r, err := llm.ParseReplay([]byte(strings.Join(lines, "\n")))
@@ -129,6 +143,9 @@ func TestOpenAI(t *testing.T) {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
+		if refuse(w, "openai", body) {
+			return
+		}
 		switch n.Add(1) {
 		case 1:
 			http.Error(w, "slow down", http.StatusTooManyRequests)
@@ -260,6 +277,9 @@ func TestAnthropic(t *testing.T) {
 			http.Error(w, "bad", http.StatusBadRequest)
 			return
 		}
+		if refuse(w, "anthropic", body) {
+			return
+		}
 		if n.Add(1) == 1 {
 			if !strings.Contains(string(body), `"input_schema"`) || !strings.Contains(string(body), `"name":"core__echo"`) {
 				http.Error(w, "no tools", http.StatusBadRequest)
@@ -297,6 +317,9 @@ func TestOpenAIStream(t *testing.T) {
 		body, _ := io.ReadAll(r.Body)
 		if !strings.Contains(string(body), `"stream":true`) {
 			http.Error(w, "not streaming", http.StatusBadRequest)
+			return
+		}
+		if refuse(w, "openai", body) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")

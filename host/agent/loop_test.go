@@ -28,9 +28,7 @@ func checkedOpenAI(t *testing.T, turns ...string) (*httptest.Server, *[][]byte) 
 		bodies = append(bodies, b)
 		n := len(bodies)
 		mu.Unlock()
-		if err := llm.CheckRequest("openai", b); err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error"}})
+		if refuse(w, "openai", b) {
 			return
 		}
 		if n > len(turns) {
