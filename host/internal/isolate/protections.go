@@ -72,7 +72,7 @@ func (f Features) Protections() []Protection {
 	ps = append(ps, rl)
 	if f.Root {
 		ps = append(ps, Protection{Name: ProtUnprivileged, Available: f.Namespaces,
-			Detail: "per-call uid with no capability: the host's root-owned files it may reach are mounted idmapped, so they appear owned by it (on a file system without idmapped mounts it keeps CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, bounded by Landlock and the private file system); RLIMIT_NPROC applies"})
+			Detail: "per-call uid with no capability: the root-owned paths it was granted are mounted idmapped, so they appear owned by it (the system's files keep their owners) (on a file system without idmapped mounts it keeps CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, bounded by Landlock and the private file system); RLIMIT_NPROC applies"})
 		ps = append(ps, Protection{Name: ProtPrivateFS, Available: f.LandlockABI > 0,
 			Detail: "a private mount namespace holding only the interpreter's folders, the tool folder, the granted workspace paths, $CACHE and $TMP, read-only unless granted write; $TMP in memory, at most the call's memory limit; nothing else of the host exists"})
 	}

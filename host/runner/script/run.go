@@ -377,7 +377,7 @@ func (p *prepared) env(tmp string, call map[string]string) []string {
 func (p *prepared) rules(grantRules []isolate.Rule) []isolate.Rule {
 	rules := append([]isolate.Rule{}, runtimeFiles...)
 	for _, root := range p.interp.roots {
-		rules = append(rules, isolate.Rule{Path: root, Access: isolate.Read | isolate.Exec, KeepOwner: true})
+		rules = append(rules, isolate.Rule{Path: root, Access: isolate.Read | isolate.Exec})
 	}
 	if p.deps != nil {
 		rules = append(rules, isolate.Rule{Path: p.deps.dir, Access: isolate.Read | isolate.Exec})
