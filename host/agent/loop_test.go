@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/agent"
 	"github.com/agenthost/agenthost/host/hosttest"
 	"github.com/agenthost/agenthost/host/llm"
@@ -221,5 +222,26 @@ func TestHistory(t *testing.T) {
 	msgs := p.Requests[0].Messages
 	if len(msgs) != 6 || msgs[2].ToolCalls[0].ID != "h0" || msgs[3].Role != llm.RoleTool || msgs[4].Content != "answer 0" || msgs[5].Content != "next" {
 		t.Fatalf("sent %+v", msgs)
+	}
+}
+
+// TestCallIDReachesTheCall pins that the call itself (its logs, traces
+// and receipts) runs under the host's ID, the one its step shows.
+func TestCallIDReachesTheCall(t *testing.T) {
+	h := hosttest.NewHost(t, nil)
+	type none struct{}
+	who := host.Func("app:whoami", "Returns its call ID.", func(ctx context.Context, _ none) (string, error) {
+		return host.CallIDFrom(ctx), nil
+	})
+	if err := h.Register(who); err != nil {
+		t.Fatal(err)
+	}
+	p := replay(t, `{"tool_calls":[{"id":"model-id","name":"app__whoami","arguments":{}}]}`, `{"content":"ok"}`)
+	res, err := agent.Run(context.Background(), h, "x", agent.Options{Provider: p})
+	if err != nil || len(res.Steps) != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := string(res.Steps[0].Result); got != `"`+res.Steps[0].ToolCallID+`"` || strings.Contains(got, "model-id") {
+		t.Fatalf("the call ran as %s; its step is %s", got, res.Steps[0].ToolCallID)
 	}
 }
