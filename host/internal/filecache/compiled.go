@@ -50,7 +50,7 @@ type Compiled struct {
 }
 
 // NewCompiled guards the compiled files wazero keeps under cacheDir. The
-// seals go to cacheDir/seal, written under gate. discarded, when set, is
+// seals go to a folder "seal" in wazero's, written under gate. discarded, when set, is
 // told of each compiled file removed; lost, when set, once, of a
 // compiled file not where the derivation of its name expects it (then
 // nothing is checked: a wazero upgrade changed it).
@@ -59,10 +59,13 @@ func NewCompiled(cacheDir string, gate *Gate, discarded func(path, reason string
 	if err != nil {
 		return nil, fmt.Errorf("file cache: %w", err)
 	}
+	dir := filepath.Join(abs, "wazero-"+wazeroVersion()+"-"+runtime.GOARCH+"-"+runtime.GOOS)
 	return &Compiled{
-		dir: filepath.Join(abs, "wazero-"+wazeroVersion()+"-"+runtime.GOARCH+"-"+runtime.GOOS),
+		dir: dir,
 		seals: Store{
-			Dir:   filepath.Join(abs, "seal"),
+			// Beside the compiled files: wazero opens those by name only,
+			// and a seal lives as long as the folder of its version.
+			Dir:   filepath.Join(dir, "seal"),
 			Gate:  gate,
 			Magic: "agenthost-compiled-seal-v" + compiledSealVersion + "\n",
 			Name:  func(key string) string { return "seal-" + key + ".json" },

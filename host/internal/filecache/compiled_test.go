@@ -86,7 +86,7 @@ func TestCompiled(t *testing.T) {
 			}
 		}},
 		{"unsealed", func(t *testing.T) {
-			if err := os.RemoveAll(filepath.Join(dir, "seal")); err != nil {
+			if err := os.RemoveAll(filepath.Join(filepath.Dir(c.Path(echo)), "seal")); err != nil {
 				t.Fatal(err)
 			}
 		}},
