@@ -1,6 +1,8 @@
 // Package filecache keeps files derived from tool modules (an
-// instrumented module, a rewritten reactor) in a folder, so a second
-// process reads them instead of computing them again.
+// instrumented module, a rewritten reactor, a start-up snapshot) in a
+// folder, so a second process reads them instead of computing them again;
+// and it seals the compiled files wazero keeps, whose format has no room
+// for a header (Compiled).
 //
 // Each file starts with a header: a magic line naming its kind, a line
 // naming its key, and the SHA-256 of the body that follows. A read checks
