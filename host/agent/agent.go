@@ -158,7 +158,7 @@ func Run(ctx context.Context, h *host.Host, task string, o Options) (Result, err
 			r.res.Status, r.res.Error = "failed", err.Error()
 			return r.res, nil
 		}
-		// The host's call IDs are what clients, history and receipts see:
+		// The host's call IDs are what clients, history and traces see:
 		// a model's own may repeat across runs (a replay's call_1 always
 		// does). Its IDs are kept only to answer it.
 		hostIDs := make([]string, len(resp.ToolCalls))

@@ -225,8 +225,8 @@ func TestHistory(t *testing.T) {
 	}
 }
 
-// TestCallIDReachesTheCall pins that the call itself (its logs, traces
-// and receipts) runs under the host's ID, the one its step shows.
+// TestCallIDReachesTheCall pins that the call itself (its trace span)
+// runs under the host's ID, the one its step shows.
 func TestCallIDReachesTheCall(t *testing.T) {
 	h := hosttest.NewHost(t, nil)
 	type none struct{}
