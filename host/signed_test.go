@@ -214,3 +214,68 @@ func TestRequireSignatureScriptEditedAfterLoad(t *testing.T) {
 		})
 	}
 }
+
+// TestRequireSignatureModuleEditedAfterLoad: under requireSignature a
+// WebAssembly module whose manifest pins no digest (the signed index
+// does), replaced after the folder loaded and before its first call,
+// does not run, for either ABI: the call is a LOAD_ERROR saying the
+// module changed.
+func TestRequireSignatureModuleEditedAfterLoad(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	sshPub, _ := ssh.NewPublicKey(pub)
+	line := "reviewer@example.com " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
+	doc, _ := json.Marshal(map[string]any{"requireSignature": true, "trustedKeys": []string{line}})
+	pol := hosttest.Policy(t, string(doc))
+	packs := hosttest.Toolpacks(t)
+	tests := []struct {
+		name, pack, manifest, module, replacement, tool, args string
+	}{
+		{"wasi-command", "core", "echo.tool.json", "echo.wasm", "data/hash-digest.wasm", "core:echo", `{"a":1}`},
+		{"extism", "web", "web-links.tool.json", "web-links.wasm", "web/web-fetch.wasm", "web:extract-links", `{"html":"<a href=\"https://example.com/\">x</a>"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyDir(t, filepath.Join(packs, tc.pack))
+			// The manifest without its pin: only the signature vouches
+			// for the module.
+			path := filepath.Join(dir, tc.manifest)
+			var m map[string]any
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			delete(m["handler"].(map[string]any), "sha256")
+			if b, err = json.Marshal(m); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := toolpack.Sign(dir, signer); err != nil {
+				t.Fatal(err)
+			}
+			// A cache folder of its own: a rewrite cached under the loaded
+			// digest would run the signed module without reading the file.
+			h, err := host.New(context.Background(), host.Options{Dirs: []string{dir}, Policy: pol, CacheDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close(context.Background())
+			other, err := os.ReadFile(filepath.Join(packs, filepath.FromSlash(tc.replacement)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, tc.module), other, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			env := h.Call(context.Background(), tc.tool, json.RawMessage(tc.args))
+			if env.Error == nil || env.Error.Code != "LOAD_ERROR" || !strings.Contains(env.Error.Message, "changed since load") {
+				t.Fatalf("the replaced module: %+v %s, want a LOAD_ERROR saying it changed", env.Error, env.Output)
+			}
+		})
+	}
+}

@@ -187,6 +187,11 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if h.SHA256 != "" && !strings.EqualFold(h.SHA256, digest) {
 		return nil, loadErr(tool, "module %s has sha256 %s, manifest says %s", h.Module, digest, h.SHA256)
 	}
+	// Checked against what load saw (and, under requireSignature, the
+	// signed index) even when the manifest pins no digest.
+	if loaded := tool.Digest(); loaded != "" && !strings.EqualFold(loaded, digest) {
+		return nil, loadErr(tool, "module %s changed since load (sha256 %s, loaded %s)", h.Module, digest, loaded)
+	}
 	mod, err := r.module(digest, code)
 	if err != nil {
 		return nil, loadErr(tool, "%s: %s", h.Module, err.Error())

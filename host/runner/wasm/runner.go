@@ -246,6 +246,12 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if h.SHA256 != "" && !strings.EqualFold(h.SHA256, sum) {
 		return nil, fail(abi.CodeLoadError, "module %s has sha256 %s, manifest says %s", h.Module, sum, h.SHA256)
 	}
+	// The bytes read are the ones compiled: checked against what load
+	// saw (and, under requireSignature, the signed index) even when the
+	// manifest pins no digest.
+	if loaded := tool.Digest(); loaded != "" && !strings.EqualFold(loaded, sum) {
+		return nil, fail(abi.CodeLoadError, "module %s changed since load (sha256 %s, loaded %s)", h.Module, sum, loaded)
+	}
 	if err := r.checkImports(code); err != nil {
 		return nil, fail(abi.CodeLoadError, "%s: %v", h.Module, err)
 	}
