@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/budget"
 )
 
 // CallFunc makes one tool call for a node: the host's call pipeline, so
@@ -19,7 +20,19 @@ type CallFunc func(ctx context.Context, tool string, args json.RawMessage) abi.E
 // flight are cancelled) and its error is the workflow's, with the node's
 // code and details {node, tool}. Run gives no deadline of its own: the
 // caller's ctx carries the workflow's timeout.
+//
+// Every node's call draws from the root call's budget (budget.From(ctx);
+// a run without one is a root and makes one), so workflows nested in
+// workflows share one allowance of calls in flight, calls in all and
+// wall time, instead of each level adding MaxParallel of its own. The
+// run gives back the place in flight its own call held: it only waits.
 func (w *Workflow) Run(ctx context.Context, input []byte, call CallFunc) (json.RawMessage, *abi.Error) {
+	budget.Yield(ctx)
+	if budget.From(ctx) == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = budget.With(ctx, budget.New(budget.Limits{}))
+		defer cancel()
+	}
 	s := &scope{w: w, outputs: make([]nodeOutput, len(w.Nodes))}
 	if len(bytes.TrimSpace(input)) > 0 {
 		if err := decodeNumber(input, &s.inputs); err != nil {
@@ -65,6 +78,7 @@ func (w *Workflow) runNodes(ctx context.Context, s *scope, call CallFunc) *abi.E
 		}
 	}
 	done := make(chan finished, n)
+	b := budget.From(ctx)
 	running, finishedCount := 0, 0
 	var failure *abi.Error
 	for finishedCount < n && failure == nil {
@@ -76,8 +90,17 @@ func (w *Workflow) runNodes(ctx context.Context, s *scope, call CallFunc) *abi.E
 				failure = err
 				break
 			}
+			slot, err := b.Acquire(ctx)
+			if err != nil {
+				failure = w.nodeError(i, err)
+				break
+			}
 			running++
-			go func() { done <- finished{i, call(ctx, w.Nodes[i].Tool, args)} }()
+			go func() {
+				env := call(budget.WithSlot(ctx, slot), w.Nodes[i].Tool, args)
+				slot.Release()
+				done <- finished{i, env}
+			}()
 		}
 		if failure != nil || running == 0 {
 			break
