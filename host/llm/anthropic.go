@@ -179,7 +179,7 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 			return Response{}, retry, err
 		}
 		defer done()
-		out, err := parseAnthropicStream(resp.Body, req.OnDelta)
+		out, err := parseAnthropicStream(stream(resp), req.OnDelta)
 		if err != nil {
 			return Response{}, false, fmt.Errorf("anthropic: %s: %w", c.url, err)
 		}

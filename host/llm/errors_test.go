@@ -138,21 +138,23 @@ func TestMalformedStreams(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, provider, tail string
-		stall                bool
+		stall, flood         bool
 		want                 string
 	}{
-		{"openai not JSON", "openai", "data: {\"choices\": [\n\n", false, "malformed stream event"},
-		{"openai error chunk", "openai", "data: {\"error\":{\"message\":\"The server had an error\"}}\n\n", false, "The server had an error"},
-		{"openai cut", "openai", "", false, "ended before its final [DONE]"},
-		{"openai stalls", "openai", "", true, "context deadline exceeded"},
-		{"anthropic not JSON", "anthropic", "event: content_block_delta\ndata: {oops\n\n", false, "malformed stream event"},
-		{"anthropic delta for no block", "anthropic", "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":5,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n", false, "never started"},
-		{"anthropic error event", "anthropic", "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", false, "overloaded_error: Overloaded"},
-		{"anthropic cut", "anthropic", "", false, "ended before its message_stop"},
-		{"anthropic stalls", "anthropic", "", true, "context deadline exceeded"},
-		{"gemini not JSON", "gemini", "data: [1,\n\n", false, "malformed stream event"},
-		{"gemini cut", "gemini", "", false, "ended before a chunk with a finishReason"},
-		{"gemini stalls", "gemini", "", true, "context deadline exceeded"},
+		{"openai not JSON", "openai", "data: {\"choices\": [\n\n", false, false, "malformed stream event"},
+		{"openai error chunk", "openai", "data: {\"error\":{\"message\":\"The server had an error\"}}\n\n", false, false, "The server had an error"},
+		{"openai cut", "openai", "", false, false, "ended before its final [DONE]"},
+		{"openai stalls", "openai", "", true, false, "context deadline exceeded"},
+		{"anthropic not JSON", "anthropic", "event: content_block_delta\ndata: {oops\n\n", false, false, "malformed stream event"},
+		{"anthropic delta for no block", "anthropic", "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":5,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n", false, false, "never started"},
+		{"anthropic error event", "anthropic", "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", false, false, "overloaded_error: Overloaded"},
+		{"anthropic cut", "anthropic", "", false, false, "ended before its message_stop"},
+		{"anthropic stalls", "anthropic", "", true, false, "context deadline exceeded"},
+		{"gemini not JSON", "gemini", "data: [1,\n\n", false, false, "malformed stream event"},
+		{"gemini cut", "gemini", "", false, false, "ended before a chunk with a finishReason"},
+		{"gemini stalls", "gemini", "", true, false, "context deadline exceeded"},
+		{"openai floods", "openai", "", false, true, "larger than"},
+		{"anthropic floods", "anthropic", "", false, true, "larger than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			release := make(chan struct{})
@@ -160,6 +162,17 @@ func TestMalformedStreams(t *testing.T) {
 				w.Header().Set("Content-Type", "text/event-stream")
 				io.WriteString(w, good[tc.provider]+tc.tail)
 				w.(http.Flusher).Flush()
+				for tc.flood && r.Context().Err() == nil {
+					var chunk string
+					if tc.provider == "anthropic" {
+						chunk = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + strings.Repeat("a", 4000) + "\"}}\n\n"
+					} else {
+						chunk = "data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("a", 4000) + "\"}}]}\n\n"
+					}
+					if _, err := io.WriteString(w, chunk); err != nil {
+						return
+					}
+				}
 				if tc.stall {
 					select {
 					case <-release:

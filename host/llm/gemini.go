@@ -174,10 +174,12 @@ func (p *Gemini) Complete(ctx context.Context, req Request) (Response, error) {
 				return Response{}, false, fmt.Errorf("gemini: %s does not look like the Gemini API (no candidates in its answer: %s)", c.url, snippet(raw, p.key))
 			}
 			var resp Response
+			var text strings.Builder
 			n := 0
-			if err := g.into(&resp, &n, nil); err != nil {
+			if err := g.into(&resp, &text, &n, nil); err != nil {
 				return Response{}, false, fmt.Errorf("gemini: %s: %w", c.url, err)
 			}
+			resp.Content = text.String()
 			return resp, false, nil
 		}
 		resp, done, retry, err := c.send(ctx)
@@ -185,7 +187,7 @@ func (p *Gemini) Complete(ctx context.Context, req Request) (Response, error) {
 			return Response{}, retry, err
 		}
 		defer done()
-		out, err := parseGeminiStream(resp.Body, req.OnDelta)
+		out, err := parseGeminiStream(stream(resp), req.OnDelta)
 		if err != nil {
 			return Response{}, false, fmt.Errorf("gemini: %s: %w", c.url, err)
 		}
@@ -214,10 +216,9 @@ type gmAnswer struct {
 	} `json:"error"`
 }
 
-// into adds the first candidate's text and calls to resp; n numbers calls
-// that came without an ID (older models send none). It reports whether
-// the candidate finished.
-func (g gmAnswer) into(resp *Response, n *int, onDelta func(string)) error {
+// into adds the first candidate's text to text and its calls to resp;
+// n numbers calls that came without an ID (older models send none).
+func (g gmAnswer) into(resp *Response, text *strings.Builder, n *int, onDelta func(string)) error {
 	if g.Error != nil {
 		return fmt.Errorf("the answer reported an error: %s", g.Error.Message)
 	}
@@ -230,6 +231,9 @@ func (g gmAnswer) into(resp *Response, n *int, onDelta func(string)) error {
 	for _, part := range g.Candidates[0].Content.Parts {
 		switch {
 		case part.FunctionCall != nil:
+			if *n >= maxStreamCalls {
+				return fmt.Errorf("more than %d function calls in one answer", maxStreamCalls)
+			}
 			*n++
 			id := part.FunctionCall.ID
 			if id == "" {
@@ -242,7 +246,7 @@ func (g gmAnswer) into(resp *Response, n *int, onDelta func(string)) error {
 			a, _ := json.Marshal(args)
 			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: id, Name: part.FunctionCall.Name, Arguments: string(a), Signature: part.ThoughtSignature})
 		case part.Text != "" && !part.Thought:
-			resp.Content += part.Text
+			text.WriteString(part.Text)
 			if onDelta != nil {
 				onDelta(part.Text)
 			}
@@ -257,6 +261,7 @@ func (g gmAnswer) into(resp *Response, n *int, onDelta func(string)) error {
 // is an error.
 func parseGeminiStream(r io.Reader, onDelta func(string)) (Response, error) {
 	var resp Response
+	var text strings.Builder
 	n := 0
 	finished := false
 	err := readSSE(r, func(ev sseEvent) (bool, error) {
@@ -264,7 +269,7 @@ func parseGeminiStream(r io.Reader, onDelta func(string)) (Response, error) {
 		if err := json.Unmarshal([]byte(ev.data), &g); err != nil {
 			return false, fmt.Errorf("a malformed stream event (not a JSON chunk): %s", snippet([]byte(ev.data), ""))
 		}
-		if err := g.into(&resp, &n, onDelta); err != nil {
+		if err := g.into(&resp, &text, &n, onDelta); err != nil {
 			return false, err
 		}
 		if len(g.Candidates) > 0 && g.Candidates[0].FinishReason != "" {
@@ -278,6 +283,7 @@ func parseGeminiStream(r io.Reader, onDelta func(string)) (Response, error) {
 	if !finished {
 		return Response{}, errors.New("the stream ended before a chunk with a finishReason")
 	}
+	resp.Content = text.String()
 	return resp, nil
 }
 

@@ -141,7 +141,7 @@ func (c call) post(ctx context.Context) ([]byte, bool, error) {
 		return nil, retry, err
 	}
 	defer done()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
 		return nil, true, fmt.Errorf("%s: %s: reading the answer: %s", c.who, c.url, redactErr(err, c.key))
 	}
@@ -255,6 +255,31 @@ func redactErr(err error, key string) string {
 	}
 	return strings.ReplaceAll(err.Error(), key, "[REDACTED]")
 }
+
+// maxAnswer bounds an answer, streamed or not: a server that keeps
+// sending is an error, not unbounded memory.
+const maxAnswer = 16 << 20
+
+// capped reads r until maxAnswer bytes, then fails.
+type capped struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("the answer is larger than %d bytes", maxAnswer)
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// stream is a 200 answer's body for a stream parser, capped.
+func stream(resp *http.Response) io.Reader { return &capped{r: resp.Body, left: maxAnswer} }
 
 // sseEvent is one server-sent event: its event name ("" when the stream
 // names none) and its data lines joined by newlines.

@@ -146,7 +146,7 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 			return Response{}, retry, err
 		}
 		defer done()
-		out, err := parseOpenAIStream(resp.Body, req.OnDelta)
+		out, err := parseOpenAIStream(stream(resp), req.OnDelta)
 		if err != nil {
 			return Response{}, false, fmt.Errorf("openai: %s: %w", c.url, err)
 		}
@@ -187,6 +187,7 @@ const maxStreamCalls = 128
 // an error chunk, or a stream that ends before [DONE] is an error.
 func parseOpenAIStream(r io.Reader, onDelta func(string)) (Response, error) {
 	var resp Response
+	var text strings.Builder
 	type partial struct{ id, name, args strings.Builder }
 	var calls []*partial
 	done := false
@@ -221,7 +222,7 @@ func parseOpenAIStream(r io.Reader, onDelta func(string)) (Response, error) {
 		}
 		for _, ch := range c.Choices {
 			if ch.Delta.Content != nil && *ch.Delta.Content != "" {
-				resp.Content += *ch.Delta.Content
+				text.WriteString(*ch.Delta.Content)
 				if onDelta != nil {
 					onDelta(*ch.Delta.Content)
 				}
@@ -247,6 +248,7 @@ func parseOpenAIStream(r io.Reader, onDelta func(string)) (Response, error) {
 	if !done {
 		return Response{}, errors.New("the stream ended before its final [DONE] event")
 	}
+	resp.Content = text.String()
 	for _, pc := range calls {
 		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: pc.id.String(), Name: pc.name.String(), Arguments: pc.args.String()})
 	}
