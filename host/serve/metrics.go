@@ -59,7 +59,7 @@ func newMetrics(tenants map[string]*Tenant, queueDepth func() (int64, error)) *m
 			calls:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agenthost_tool_calls_total", Help: "Tool calls by tenant, tool, status and error code."}, []string{"tenant", "tool", "status", "code"}),
 			duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agenthost_tool_call_seconds", Help: "Tool call duration by tenant and tool.", Buckets: prometheus.ExponentialBuckets(0.00005, 4, 10)}, []string{"tenant", "tool"}),
 		}
-		reg.MustRegister(tm.calls, tm.duration, newHostCollector(name, tenants[name].Host))
+		reg.MustRegister(tm.calls, tm.duration, newHostCollector(name, tenants[name].Host), newWarmCollector(name, tenants[name].Host))
 		tm.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 		m.tenants[name] = tm
 		all = append(all, reg)

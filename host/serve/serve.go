@@ -126,6 +126,9 @@ func New(o Options) (*Server, error) {
 	for name, t := range o.Tenants {
 		s.mcp[name] = mcp.New(t.Host, mcp.Options{Jobs: tenantJobs{o.Store, name}})
 		s.slots[name] = make(chan struct{}, o.MaxConcurrent)
+		// No client should meet a cold tool: compile and pool every
+		// tool now, and again after each reload (/readyz says when).
+		t.Host.WarmInBackground()
 	}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.Method+" "+rt.Path, s.wrap(rt))

@@ -127,22 +127,24 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *call) {
 // Health is the answer of /healthz and /readyz.
 type Health struct {
 	Status string `json:"status"`
+	// Warm is the tools' background warm-up (/readyz only).
+	Warm *Warmth `json:"warm,omitempty"`
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request, c *call) {
-	writeJSON(w, http.StatusOK, Health{"ok"})
+	writeJSON(w, http.StatusOK, Health{Status: "ok"})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, c *call) {
 	if s.draining.Load() {
-		writeJSON(w, http.StatusServiceUnavailable, Health{"draining"})
+		writeJSON(w, http.StatusServiceUnavailable, Health{Status: "draining"})
 		return
 	}
 	if err := s.o.Store.Ping(r.Context()); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, Health{"store unavailable"})
+		writeJSON(w, http.StatusServiceUnavailable, Health{Status: "store unavailable"})
 		return
 	}
-	writeJSON(w, http.StatusOK, Health{"ready"})
+	writeJSON(w, http.StatusOK, Health{Status: "ready", Warm: s.warmth()})
 }
 
 func (s *Server) mcpHandler(w http.ResponseWriter, r *http.Request, c *call) {
