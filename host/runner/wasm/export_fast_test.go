@@ -170,3 +170,11 @@ func BreakPool(p runner.Prepared) {
 	}
 	sp.signal()
 }
+
+// FreshReady returns how many of p's ready instances never served a call.
+func FreshReady(p runner.Prepared) int {
+	sp := p.(*prepared).slots()
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.fresh
+}

@@ -65,6 +65,8 @@ type slot struct {
 	// at each restore).
 	charge  uint64
 	private int
+	// used: the instance has served a call (slotPool.takeUsed).
+	used bool
 }
 
 // slotIO is what a pooled instance's stdio and sleep reach: the current

@@ -93,11 +93,13 @@ type slotPool struct {
 	failed bool // an instance could not be made: stop trying
 	// unparked: the failure was a command that cannot be parked (its
 	// calls take the plain path by nature, not after a failure).
-	unparked bool
-	making   int    // instances being made now
-	estimate uint64 // charge of a new instance
-	score    uint64 // recent demand (see tick)
-	idle     int    // ticks in a row without a call
+	unparked  bool
+	making    int    // instances being made now
+	restoring int    // instances the pool's goroutine is restoring now
+	fresh     int    // ready instances that never served a call
+	estimate  uint64 // charge of a new instance
+	score     uint64 // recent demand (see tick)
+	idle      int    // ticks in a row without a call
 
 	calls atomic.Uint64 // calls since the last tick
 	// makeNs is the moving mean (1/8 weight per sample) of the time to
@@ -172,7 +174,14 @@ func (sp *slotPool) run() {
 // reset restores an instance a call gave back and makes it ready, or
 // drops it when it cannot be restored.
 func (sp *slotPool) reset(s *slot) {
-	if s = sp.restoreHere(s); s != nil {
+	sp.mu.Lock()
+	sp.restoring++
+	sp.mu.Unlock()
+	s = sp.restoreHere(s)
+	sp.mu.Lock()
+	sp.restoring--
+	sp.mu.Unlock()
+	if s != nil {
 		sp.ready <- s // never blocks: at most PoolTarget instances exist
 	}
 }
@@ -245,6 +254,7 @@ func (sp *slotPool) fill() {
 		}
 		s.charge = cost
 		sp.live++
+		sp.fresh++
 		sp.mu.Unlock()
 		sp.ready <- s
 	}
@@ -302,14 +312,19 @@ func (sp *slotPool) take(ctx context.Context) *slot {
 	sp.calls.Add(1)
 	select {
 	case s := <-sp.ready:
+		if !s.used {
+			if u := sp.takeUsed(ctx, s); u != nil {
+				s = u
+			}
+		}
 		sp.hits.Add(1)
-		return s
+		return sp.taken(s)
 	default:
 	}
 	select {
 	case s := <-sp.ready:
 		sp.hits.Add(1)
-		return s
+		return sp.taken(s)
 	case s := <-sp.dirty:
 		sp.want() // the pool did not keep up: one more
 		if s = sp.restoreHere(s); s != nil {
@@ -339,7 +354,7 @@ func (sp *slotPool) take(ctx context.Context) *slot {
 	select {
 	case s := <-sp.ready:
 		sp.hits.Add(1)
-		return s
+		return sp.taken(s)
 	case s := <-sp.dirty:
 		if s = sp.restoreHere(s); s != nil {
 			sp.hits.Add(1)
@@ -352,6 +367,76 @@ func (sp *slotPool) take(ctx context.Context) *slot {
 	sp.misses.Add(1)
 	return nil
 }
+
+// takeUsed returns an instance that has served a call, restored,
+// instead of fresh (a new one, taken from ready), which it puts back;
+// nil when no used instance is ready or on its way back (given back, or
+// being restored by the pool's goroutine). A new instance's first call
+// is several times slower than the next (its memory's pages are faulted
+// in, the runtime's call stack grows), so a call that would be the first
+// on a new instance takes a used one instead, and the new one waits for
+// a call that finds no used instance (two at once). A new host's early
+// calls, one after another, then run as fast as its later ones.
+func (sp *slotPool) takeUsed(ctx context.Context, fresh *slot) *slot {
+	for range len(sp.ready) {
+		select {
+		case u := <-sp.ready:
+			if u.used {
+				sp.ready <- fresh // never blocks: fresh came from it
+				return u
+			}
+			sp.ready <- u
+		default:
+		}
+	}
+	var u *slot
+	select {
+	case u = <-sp.dirty:
+	default:
+		u = sp.popHeld()
+	}
+	if u != nil {
+		if u = sp.restoreHere(u); u != nil {
+			sp.ready <- fresh
+		}
+		return u
+	}
+	sp.mu.Lock()
+	restoring := sp.restoring > 0
+	sp.mu.Unlock()
+	if !restoring {
+		return nil
+	}
+	t := time.NewTimer(usedWait)
+	defer t.Stop()
+	select {
+	case u := <-sp.ready:
+		if u.used {
+			sp.ready <- fresh
+			return u
+		}
+		sp.ready <- u
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// taken marks s as handed to a call.
+func (sp *slotPool) taken(s *slot) *slot {
+	if s != nil && !s.used {
+		s.used = true
+		sp.mu.Lock()
+		sp.fresh--
+		sp.mu.Unlock()
+	}
+	return s
+}
+
+// usedWait bounds takeUsed's wait for the instance the pool's goroutine
+// is restoring (a restore takes tens of microseconds): longer, and the
+// wait would cost more than a new instance's first call.
+const usedWait = 300 * time.Microsecond
 
 // awaitMaking waits for the instance the pool is making, when it is
 // making one: a fresh instance would cost the call about as much as the
@@ -382,13 +467,13 @@ func (sp *slotPool) awaitMaking(ctx context.Context) *slot {
 	}
 	select {
 	case s := <-sp.ready:
-		return s
+		return sp.taken(s)
 	case s := <-sp.dirty:
 		return sp.restoreHere(s)
 	case <-first:
 		select {
 		case s := <-sp.ready:
-			return s
+			return sp.taken(s)
 		default:
 		}
 	case <-timeout:
@@ -530,9 +615,11 @@ func (sp *slotPool) giveBack(s *slot, reuse bool) {
 	if !reuse || closed {
 		sp.live--
 	}
-	if reuse && !closed && len(sp.ready) >= 2 {
+	if ready := len(sp.ready); reuse && !closed && (ready >= 2 || ready > 0 && sp.fresh >= ready) {
 		// Others are ready: restore this one later, without waking
-		// the pool's goroutine for it now.
+		// the pool's goroutine for it now. Also when only new
+		// instances are ready: the next call takes this one and
+		// restores it (takeUsed).
 		sp.held = append(sp.held, s)
 		sp.mu.Unlock()
 		return
@@ -581,6 +668,9 @@ func (sp *slotPool) shed(keepLast bool) bool {
 		sp.mu.Lock()
 		sp.live--
 		sp.target = max(min(sp.target, sp.live), 1)
+		if !s.used {
+			sp.fresh--
+		}
 		sp.mu.Unlock()
 		sp.discard(s)
 		sp.owner.free(s.charge)

@@ -60,6 +60,26 @@ func TestWarm(t *testing.T) {
 	}
 }
 
+// TestWarm_usedFirst: calls one after another on a warm pool run on the
+// instance of the first call, restored, and leave the pool's other new
+// instance for a call that comes while that one is busy: a new
+// instance's first call is the slowest.
+func TestWarm_usedFirst(t *testing.T) {
+	p := prepare(t, newPoolRunner(t, 64<<20), probeGuest(t, modeReactor), newEnv(t), nil)
+	if got := warmState(p); got != wasm.WarmReady {
+		t.Fatalf("Warm = %v, want ready", got)
+	}
+	if n := wasm.FreshReady(p); n != 2 {
+		t.Fatalf("%d new instances after Warm, want 2", n)
+	}
+	for range 5 {
+		decodeProbe(t, run(t, p, `{"op":"echo"}`))
+	}
+	if n := wasm.FreshReady(p); n != 1 {
+		t.Fatalf("%d new instances left after 5 calls one after another, want 1", n)
+	}
+}
+
 // TestWarm_fillFails: when the pool cannot make an instance (here its
 // snapshot image can no longer be mapped, as when memory runs out) the
 // tool's calls still succeed, each on an instance of its own, and the
