@@ -135,8 +135,8 @@ func networkDenial(env abi.Envelope) (string, bool) {
 			return h, true
 		}
 	}
-	if strings.HasPrefix(env.Error.Message, "network access to ") {
-		return strings.Fields(env.Error.Message)[3], true
+	if f := strings.Fields(env.Error.Message); len(f) > 3 && strings.HasPrefix(env.Error.Message, "network access to ") {
+		return f[3], true
 	}
 	return "", false
 }
@@ -328,11 +328,15 @@ func (x *exampleTester) serve(t *manifest.Tool, canned []manifest.HTTPFixture, f
 		if status == 0 {
 			status = http.StatusOK
 		}
+		s.mu.Lock()
 		s.responses[method+" "+u.RequestURI()] = cannedResponse{status: status, headers: c.Headers, body: body}
+		s.mu.Unlock()
 	}
 	// A redirect to another canned origin must land on its server too.
 	for _, s := range fx.servers {
+		s.mu.Lock()
 		s.rewrite = fx.toLoopback
+		s.mu.Unlock()
 	}
 	return hosts, nil
 }
@@ -385,8 +389,8 @@ type cannedServer struct {
 	addr      string
 	srv       *http.Server
 	responses map[string]cannedResponse // "METHOD /path?query"
+	mu        sync.Mutex                // guards responses, rewrite and missed
 	rewrite   func(string) string       // applied to a Location header
-	mu        sync.Mutex
 	missed    []string
 }
 
@@ -409,21 +413,24 @@ func startCanned() (*cannedServer, error) {
 
 func (s *cannedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := r.Method + " " + r.URL.RequestURI()
+	s.mu.Lock()
 	c, ok := s.responses[key]
 	if !ok && r.Method == http.MethodHead {
 		c, ok = s.responses[http.MethodGet+" "+r.URL.RequestURI()]
 	}
+	rewrite := s.rewrite
 	if !ok {
-		s.mu.Lock()
 		s.missed = append(s.missed, r.Method+" http://"+s.addr+r.URL.RequestURI())
-		s.mu.Unlock()
+	}
+	s.mu.Unlock()
+	if !ok {
 		http.Error(w, "no canned response for "+key, http.StatusNotFound)
 		return
 	}
 	_, _ = io.Copy(io.Discard, r.Body)
 	for k, v := range c.headers {
-		if strings.EqualFold(k, "Location") && s.rewrite != nil {
-			v = s.rewrite(v)
+		if strings.EqualFold(k, "Location") && rewrite != nil {
+			v = rewrite(v)
 		}
 		w.Header().Set(k, v)
 	}

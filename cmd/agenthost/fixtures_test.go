@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agenthost/agenthost/abi"
 )
 
 // firstParty returns the manifest of a first-party tool as a map, with
@@ -209,5 +211,47 @@ func TestWorkspaceFixtureIsACopy(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(dir, "testdata", "ws", "out")); len(entries) != 0 {
 		t.Errorf("the fixture folder changed: %v", entries)
+	}
+}
+
+// TestFixtureMapping checks the rewriting between an example's origins and
+// its loopback servers, in both directions and through nested JSON, and
+// how a network refusal is told from other failures.
+func TestFixtureMapping(t *testing.T) {
+	fx := &fixture{origins: map[string]string{"https://api.example.com": "http://127.0.0.1:5555"}}
+	in, err := rewriteStrings(json.RawMessage(`{"url":"https://api.example.com/v1?q=1","list":["https://api.example.com",2],"https://api.example.com":true}`), fx.toLoopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"http://127.0.0.1:5555":true,"list":["http://127.0.0.1:5555",2],"url":"http://127.0.0.1:5555/v1?q=1"}`; string(in) != want {
+		t.Errorf("to loopback: %s\nwant %s", in, want)
+	}
+	if got := fx.toOriginal("fetched http://127.0.0.1:5555/a from 127.0.0.1:5555"); got != "fetched https://api.example.com/a from api.example.com" {
+		t.Errorf("to original: %q", got)
+	}
+	if _, err := rewriteStrings(json.RawMessage(`{"a":`), fx.toLoopback); err == nil {
+		t.Error("broken JSON rewritten")
+	}
+	denied := func(details any, msg string) abi.Envelope {
+		return abi.Envelope{Status: abi.StatusFailure, Error: &abi.Error{Code: abi.CodePermissionDenied, Message: msg, Details: details}}
+	}
+	tests := []struct {
+		name string
+		env  abi.Envelope
+		host string
+	}{
+		{"details from the guard", denied(map[string]string{"host": "a.example"}, ""), "a.example"},
+		{"details decoded from JSON", denied(map[string]any{"host": "b.example"}, ""), "b.example"},
+		{"the message alone", denied(nil, "network access to c.example denied: not in the allowlist"), "c.example"},
+		{"a short message", denied(nil, "network access to "), ""},
+		{"a file refusal", denied(map[string]string{"path": "/etc"}, "read /etc denied"), ""},
+		{"another code", abi.Envelope{Status: abi.StatusFailure, Error: &abi.Error{Code: abi.CodeTimeout, Details: map[string]string{"host": "x"}}}, ""},
+		{"success", abi.Envelope{Status: abi.StatusSuccess}, ""},
+	}
+	for _, tc := range tests {
+		host, ok := networkDenial(tc.env)
+		if host != tc.host || ok != (tc.host != "") {
+			t.Errorf("%s: networkDenial = %q %v, want %q", tc.name, host, ok, tc.host)
+		}
 	}
 }
