@@ -103,6 +103,8 @@ type Server struct {
 
 	httpOnce sync.Once
 	http     http.Handler
+
+	info json.RawMessage // the server's name and version, in 2026-07-28 results (modern.go)
 }
 
 // New builds the server for h and lists its tools.
@@ -124,14 +126,16 @@ func New(h *host.Host, opts Options) *Server {
 		tasks:  tasks{byID: map[string]*task{}, open: map[*sdk.ServerSession]int{}},
 		fast:   fast{sessions: map[string]string{}, running: map[fastKey]context.CancelFunc{}},
 		noFast: opts.NoFastPath, jobs: opts.Jobs}
-	s.srv = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version},
-		&sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}}})
+	impl := &sdk.Implementation{Name: opts.Name, Version: opts.Version}
+	s.info, _ = json.Marshal(impl)
+	s.srv = sdk.NewServer(impl, &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+		SetCacheable: cacheHints})
 	s.serveTasks()
 	s.srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			res, err := next(ctx, method, req)
 			s.fast.observe(method, req, res, err)
-			return advertised(res), err
+			return modernEdit(req, advertised(res)), err
 		}
 	})
 	s.sync()
@@ -160,7 +164,8 @@ func (s *Server) RunStdio(ctx context.Context) error {
 // transport, with task-augmented calls renamed line by line before it
 // reads them and plain tools/call answered on the fast path (stdio.go).
 func (s *Server) RunIO(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	lines, out := newTaskLines(r), &lineWriter{w: w}
+	out := &lineWriter{w: w}
+	lines := newTaskLines(newModernLines(r, out))
 	if !s.noFast {
 		lines.fast = s.newStdioFast(out)
 		defer lines.fast.close()
@@ -191,6 +196,10 @@ func (s *Server) Handler() http.Handler {
 // holds the sessions: every request must reach the same one).
 func (s *Server) newHandler() http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, nil)
+	// 2026-07-28 requests need a stateless handler (modern.go); closing a
+	// request's stream cancels its call, as the revision says.
+	stateless := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
+		&sdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, MaxRequestBodyBytes: s.maxBody})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > s.maxBody {
 			http.Error(w, "the message is larger than the limit", http.StatusRequestEntityTooLarge)
@@ -205,6 +214,17 @@ func (s *Server) newHandler() http.Handler {
 				return
 			case err != nil:
 				http.Error(w, "the message could not be read: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			switch modernReq, e := route(r, b); {
+			case e != nil:
+				writeRPCError(w, e)
+				return
+			case modernReq:
+				if !s.serveFastModern(w, r, b) {
+					r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+					stateless.ServeHTTP(w, r)
+				}
 				return
 			}
 			if s.serveFast(w, r, b) {
