@@ -138,7 +138,7 @@ func Run(ctx context.Context, h *host.Host, task string, o Options) (Result, err
 	if o.HistoryTokens <= 0 {
 		o.HistoryTokens = DefaultHistoryTokens
 	}
-	r := &run{h: h, o: o, res: Result{Steps: []ToolAgentOutput{}}, prefix: newRunPrefix()}
+	r := &run{h: h, o: o, res: Result{Steps: []ToolAgentOutput{}}, prefix: newRunPrefix(), modelIDs: map[string]bool{}}
 	r.ec.name = r.modelName
 	if err := r.tools(); err != nil {
 		return Result{}, err
@@ -166,6 +166,14 @@ func Run(ctx context.Context, h *host.Host, task string, o Options) (Result, err
 		for i, tc := range resp.ToolCalls {
 			hostIDs[i] = r.newCallID()
 			calls[i] = llm.ToolCall{ID: hostIDs[i], Name: tc.Name, Arguments: tc.Arguments}
+			// A model that sends no ID, or one it already used (some
+			// local servers number every turn's calls from 1), is
+			// answered under the host's: results must pair with their
+			// calls unambiguously.
+			if tc.ID == "" || r.modelIDs[tc.ID] {
+				resp.ToolCalls[i].ID = hostIDs[i]
+			}
+			r.modelIDs[resp.ToolCalls[i].ID] = true
 		}
 		r.event(Event{Kind: "model", Text: resp.Content, Calls: calls, Duration: time.Since(start)})
 		var done bool
@@ -199,6 +207,8 @@ type run struct {
 	// prefix and calls make the host's call IDs: unique per run.
 	prefix string
 	calls  int
+	// modelIDs are the call IDs the model has been answered under.
+	modelIDs map[string]bool
 }
 
 // DefaultHistoryTokens is the history budget when Options.HistoryTokens

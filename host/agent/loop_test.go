@@ -102,7 +102,8 @@ func TestRewrittenSchemas(t *testing.T) {
 
 // TestCallIDs pins the host's tool-call IDs: unique within a run and
 // across two runs of one transcript (whose model IDs repeat), shown in
-// steps and events, while the model is answered under its own IDs.
+// steps and events, while the model is answered under its own IDs (but
+// one it repeats).
 func TestCallIDs(t *testing.T) {
 	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
 	lines := []string{
@@ -138,7 +139,9 @@ func TestCallIDs(t *testing.T) {
 				answered = append(answered, m.ToolCallID)
 			}
 		}
-		if strings.Join(answered, ",") != "call_1,call_2,call_1" {
+		// Its own IDs, but call_1 again in the second turn: that one is
+		// answered under the host's.
+		if strings.Join(answered, ",") != "call_1,call_2,"+res.Steps[2].ToolCallID {
 			t.Fatalf("the model was answered under %v", answered)
 		}
 	}
@@ -243,5 +246,31 @@ func TestCallIDReachesTheCall(t *testing.T) {
 	}
 	if got := string(res.Steps[0].Result); got != `"`+res.Steps[0].ToolCallID+`"` || strings.Contains(got, "model-id") {
 		t.Fatalf("the call ran as %s; its step is %s", got, res.Steps[0].ToolCallID)
+	}
+}
+
+// TestModelIDsRepeat pins that a model whose call IDs repeat across turns
+// (some local servers number each turn's calls from 1) is still answered
+// unambiguously: a repeated ID is replaced by the host's, and the replay
+// provider checks the providers' rules (Anthropic's unique tool_use ids
+// among them) on each request.
+func TestModelIDsRepeat(t *testing.T) {
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	p := replay(t,
+		`{"tool_calls":[{"id":"1","name":"core__echo","arguments":{"a":1}}]}`,
+		`{"tool_calls":[{"id":"1","name":"core__echo","arguments":{"a":2}}]}`,
+		`{"content":"done"}`)
+	res, err := agent.Run(context.Background(), h, "x", agent.Options{Provider: p})
+	if err != nil || res.Status != "done" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	var ids []string
+	for _, m := range p.Requests[2].Messages {
+		for _, c := range m.ToolCalls {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) != 2 || ids[0] != "1" || ids[1] == "1" || ids[1] != res.Steps[1].ToolCallID {
+		t.Fatalf("the model's calls went back as %v (steps %s, %s)", ids, res.Steps[0].ToolCallID, res.Steps[1].ToolCallID)
 	}
 }

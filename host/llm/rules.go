@@ -273,13 +273,15 @@ func openAIMessages(v any, provider string) []error {
 }
 
 // anthropicMessagesCheck checks Anthropic's conversation rules: roles
-// alternate starting with user, no empty text block, and every tool_use
-// is answered by a tool_result in the next (user) message.
+// alternate starting with user, no empty text block, tool_use ids unique,
+// and every tool_use is answered by a tool_result in the next (user)
+// message.
 func anthropicMessagesCheck(v any, provider string) []error {
 	msgs, _ := v.([]any)
 	var errs []error
 	var pending []string
 	prev := ""
+	used := map[string]bool{}
 	for i, m := range msgs {
 		mm, _ := m.(map[string]any)
 		role, _ := mm["role"].(string)
@@ -308,6 +310,10 @@ func anthropicMessagesCheck(v any, provider string) []error {
 				if _, ok := bm["input"].(map[string]any); !ok {
 					errs = append(errs, fmt.Errorf("%s: messages[%d]: tool_use input must be an object", provider, i))
 				}
+				if used[id] {
+					errs = append(errs, fmt.Errorf("%s: messages[%d]: tool_use ids must be unique: %q", provider, i, id))
+				}
+				used[id] = true
 				uses = append(uses, id)
 			case "tool_result":
 				id, _ := bm["tool_use_id"].(string)
