@@ -23,6 +23,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
@@ -37,9 +38,10 @@ import (
 
 // serveFlags are the flags of `serve`.
 type serveFlags struct {
-	addr, auth, data, store, credKey, otlp, nats string
-	otlpSample                                   float64
-	profiles                                     multiFlag
+	addr, auth, data, store, credKey, otlp string
+	otlpSample                             float64
+	profiles                               multiFlag
+	nats                                   natsFlags
 }
 
 func serveCommand() command {
@@ -55,7 +57,7 @@ func serveCommand() command {
 			fs.StringVar(&s.credKey, "credential-key", "", "an HMAC key `FILE` (32+ bytes, raw or hex): tools requesting credentials get a 5-minute token per call, scoped to the tenant and tool")
 			fs.StringVar(&s.otlp, "otlp", "", "export a trace span per tool call (execute_tool, generative-AI attributes) over OTLP/HTTP to `URL` (e.g. http://127.0.0.1:4318)")
 			fs.Float64Var(&s.otlpSample, "otlp-sample", 1, "the `RATIO` of calls traced with --otlp (0 < RATIO ≤ 1; a span follows its parent's decision)")
-			fs.StringVar(&s.nats, "nats", "", "run tool calls on workers (agenthost worker) over the NATS JetStream server at `URL` instead of in this process")
+			s.nats.register(fs, "run tool calls on workers (agenthost worker) over the NATS JetStream server at `URL` instead of in this process")
 			fs.Var(&s.profiles, "profiles", "a `DIR` of agent profiles (*.profile.json, agent_profile.json) for the tenant without --auth (repeatable)")
 		},
 		run: runServe,
@@ -79,6 +81,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	root, err := cache.Resolve(e.cacheDir)
 	if err != nil {
 		return usageError{err.Error()}
+	}
+	// The queue first: a refused server or a missing key is said before
+	// anything else starts.
+	var nc *nats.Conn
+	var natsKey []byte
+	if s.nats.url != "" {
+		if nc, natsKey, err = s.nats.connect(ctx, e, "serve"); err != nil {
+			return err
+		}
+		defer nc.Close()
 	}
 	dsn := s.store
 	switch {
@@ -144,24 +156,21 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	var remote func(context.Context, string, string, json.RawMessage) (abi.Envelope, error)
 	var depth func() (int64, error)
-	if s.nats != "" {
-		nc, err := nats.Connect(s.nats, nats.Name("agenthost serve"))
-		if err != nil {
-			return usageError{"--nats: " + err.Error()}
-		}
-		defer nc.Close()
-		d, err := queue.NewDispatcher(ctx, nc, queue.Options{Logger: e.log.Named("queue")})
+	var collectors []prometheus.Collector
+	if nc != nil {
+		d, err := queue.NewDispatcher(ctx, nc, queue.Options{Key: natsKey, Logger: e.log.Named("queue")})
 		if err != nil {
 			return err
 		}
 		remote = d.Call
+		collectors = append(collectors, d)
 		depth = func() (int64, error) {
 			qctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			return d.Depth(qctx)
 		}
 	}
-	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, Logger: e.log.Named("serve"), Remote: remote, QueueDepth: depth})
+	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, Logger: e.log.Named("serve"), Remote: remote, QueueDepth: depth, Collectors: collectors})
 	if err != nil {
 		return err
 	}

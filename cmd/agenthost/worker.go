@@ -2,13 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
-	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/cache"
@@ -17,19 +23,21 @@ import (
 
 // workerFlags are the flags of `worker`.
 type workerFlags struct {
-	nats, auth  string
-	concurrency int
+	nats          natsFlags
+	auth, metrics string
+	concurrency   int
 }
 
 func workerCommand() command {
 	return command{
-		name: "worker", serves: true, usage: "worker --nats URL [--auth FILE] [--concurrency N]",
+		name: "worker", serves: true, usage: "worker --nats URL --nats-key-file FILE [--nats-nkey FILE] [--auth FILE] [--concurrency N]",
 		summary: "run tool calls that agenthost serve --nats puts on the NATS JetStream queue, with this machine's toolpacks",
 		flags: func(fs *flag.FlagSet, e *env) {
 			w := &e.worker
-			fs.StringVar(&w.nats, "nats", "", "the NATS server `URL` (with JetStream)")
+			w.nats.register(fs, "the NATS server `URL` (with JetStream) of serve --nats")
 			fs.StringVar(&w.auth, "auth", "", "the auth `FILE` of serve: its tenants (and their policies) are the ones this worker serves; without it the tenant default")
 			fs.IntVar(&w.concurrency, "concurrency", queue.DefaultConcurrency, "calls run at once")
+			fs.StringVar(&w.metrics, "metrics", "", "serve Prometheus metrics at http://`HOST:PORT`/metrics (agenthost_queue_rejected_total: forged, unsigned, expired and replayed messages dropped)")
 		},
 		run: runWorker,
 	}
@@ -37,7 +45,7 @@ func workerCommand() command {
 
 func runWorker(ctx context.Context, e *env, args []string) error {
 	w := e.worker
-	if len(args) != 0 || w.nats == "" {
+	if len(args) != 0 || w.nats.url == "" {
 		return usageError{"worker takes --nats URL and no arguments"}
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
@@ -46,6 +54,13 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	// The queue first: a refused server or a missing key is said before
+	// the toolpacks load.
+	nc, key, err := w.nats.connect(ctx, e, "worker")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
 	tenants, hosts, _, err := e.buildTenants(ctx, root, w.auth, nil)
 	defer func() {
 		for _, h := range hosts {
@@ -59,17 +74,31 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	for name, t := range tenants {
 		byTenant[name] = t.Host
 	}
-	nc, err := nats.Connect(w.nats, nats.Name("agenthost worker"))
-	if err != nil {
-		return usageError{"--nats: " + err.Error()}
-	}
-	defer nc.Close()
 	name, _ := os.Hostname()
 	name = fmt.Sprintf("%s-%d", name, os.Getpid())
-	wk, err := queue.NewWorker(ctx, nc, name, byTenant, queue.Options{Concurrency: w.concurrency, Logger: e.log.Named("worker")})
+	wk, err := queue.NewWorker(ctx, nc, name, byTenant, queue.Options{Key: key, Concurrency: w.concurrency, Logger: e.log.Named("worker")})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.messages(), "agenthost: worker %s serving %d tenant(s) from %s\n", name, len(byTenant), w.nats)
+	msg := e.messages()
+	if w.metrics != "" {
+		ln, err := net.Listen("tcp", w.metrics)
+		if err != nil {
+			return usageError{"--metrics: " + err.Error()}
+		}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(wk, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				e.log.Named("worker").Error("metrics", "error", err)
+			}
+		}()
+		defer srv.Close()
+		fmt.Fprintf(msg, "agenthost: worker metrics on http://%s/metrics\n", ln.Addr())
+	}
+	fmt.Fprintf(msg, "agenthost: worker %s serving %d tenant(s) from %s\n", name, len(byTenant), queue.RedactURL(w.nats.url))
 	return wk.Run(ctx)
 }

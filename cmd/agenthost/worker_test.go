@@ -2,32 +2,37 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/agenthost/agenthost/host/queue/queuetest"
 )
 
 // TestServeWithWorkers runs serve --nats and two worker processes around
-// an embedded nats-server: calls run on the workers; after one worker is
-// killed (SIGKILL), calls are still answered.
+// the deploy example's nats-server (TLS, nkeys, permissions) with a
+// shared key: calls run on the workers; a call forged without the key is
+// dropped and shows in a worker's /metrics; serve's /metrics has the
+// counter too; after one worker is killed (SIGKILL), calls are still
+// answered.
 func TestServeWithWorkers(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	defer ns.Shutdown()
+	ns := queuetest.Start(t)
+	key := queuetest.KeyFile(t)
 	bin := filepath.Join(t.TempDir(), "agenthost")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
@@ -43,10 +48,18 @@ func TestServeWithWorkers(t *testing.T) {
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		return cmd, bufio.NewScanner(stderr)
 	}
+	natsArgs := func(seed string) []string {
+		return []string{"--nats", ns.URL, "--nats-ca", ns.CA, "--nats-nkey", seed, "--nats-key-file", key}
+	}
 	var workers []*exec.Cmd
+	var metrics []string
+	metricsLine := regexp.MustCompile(`metrics on (http://\S+)/metrics`)
 	for range 2 {
-		w, sc := start("worker", "--nats", ns.ClientURL(), "--dir", toolpacks, "--log-level", "error")
+		w, sc := start(append(append([]string{"worker"}, natsArgs(ns.Worker)...), "--metrics", "127.0.0.1:0", "--dir", toolpacks, "--log-level", "error")...)
 		for sc.Scan() && !strings.Contains(sc.Text(), "serving") {
+			if m := metricsLine.FindStringSubmatch(sc.Text()); m != nil {
+				metrics = append(metrics, m[1])
+			}
 		}
 		go func() {
 			for sc.Scan() {
@@ -54,8 +67,28 @@ func TestServeWithWorkers(t *testing.T) {
 		}()
 		workers = append(workers, w)
 	}
-	_, sc := start("serve", "--addr", "127.0.0.1:0", "--nats", ns.ClientURL(), "--dir", toolpacks, "--log-level", "error")
+	if len(metrics) != 2 {
+		t.Fatalf("worker metrics at %v", metrics)
+	}
+	_, sc := start(append(append([]string{"serve", "--addr", "127.0.0.1:0"}, natsArgs(ns.Serve)...), "--dir", toolpacks, "--log-level", "error")...)
 	base, token := serveBanner(t, sc)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	get := func(url, token string) string {
+		req, _ := http.NewRequest("GET", url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
 	call := func() (int, string) {
 		req, _ := http.NewRequest("POST", base+"/v1/tools/core:echo/call", strings.NewReader(`{"via":"worker"}`))
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -73,6 +106,28 @@ func TestServeWithWorkers(t *testing.T) {
 			t.Fatalf("call: %d %s", s, b)
 		}
 	}
+
+	// A call forged by a NATS user without the key, as the tenant.
+	intruder := ns.User(t, queuetest.Intruder, queuetest.IntruderPassword, nil)
+	js, _ := jetstream.New(intruder)
+	forged := nats.NewMsg("agenthost.calls.default")
+	forged.Header.Set("Agenthost-Call-Id", "forged-1")
+	forged.Header.Set("Agenthost-Tenant", "default")
+	forged.Header.Set("Agenthost-Tool", "core:echo")
+	forged.Data = []byte(`{"forged":true}`)
+	if _, err := js.PublishMsg(context.Background(), forged); err != nil {
+		t.Fatal(err)
+	}
+	const dropped = `agenthost_queue_rejected_total{message="call",reason="unsigned"} 1`
+	for start := time.Now(); !strings.Contains(get(metrics[0]+"/metrics", "")+get(metrics[1]+"/metrics", ""), dropped); time.Sleep(50 * time.Millisecond) {
+		if time.Since(start) > 15*time.Second {
+			t.Fatalf("the forged call is not counted in a worker's /metrics:\n%s", get(metrics[0]+"/metrics", "")+get(metrics[1]+"/metrics", ""))
+		}
+	}
+	if m := get(base+"/metrics", token); !strings.Contains(m, `agenthost_queue_rejected_total{message="result",reason="bad_signature"} 0`) {
+		t.Fatalf("serve's /metrics lacks the queue's counter:\n%s", m)
+	}
+
 	workers[0].Process.Signal(syscall.SIGKILL)
 	workers[0].Wait()
 	for range 6 {
@@ -80,4 +135,154 @@ func TestServeWithWorkers(t *testing.T) {
 			t.Fatalf("after a worker died: %d %s", s, b)
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runUntil runs the CLI in this process until it exits, or until its
+// stderr says until (then it is stopped): its exit code and stderr.
+func runUntil(t *testing.T, until string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, strings.NewReader(""), io.Discard, &stderr) }()
+	for {
+		select {
+		case code := <-done:
+			return code, stderr.String()
+		case <-time.After(20 * time.Millisecond):
+			if until != "" && strings.Contains(stderr.String(), until) {
+				cancel()
+				return <-done, stderr.String()
+			}
+		}
+	}
+}
+
+// startOpenNATS runs a nats-server with JetStream and users (when given)
+// on loopback, in plain text.
+func startOpenNATS(t *testing.T, users []*server.User) string {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true, Users: users})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	t.Cleanup(s.Shutdown)
+	return s.ClientURL()
+}
+
+// TestNATSFlags_refused: worker and serve --nats refuse a server without
+// authentication, a missing or short key, plain nats:// beyond loopback,
+// credentials the server refuses and a certificate they cannot verify,
+// each with a message that says what to configure.
+func TestNATSFlags_refused(t *testing.T) {
+	t.Setenv(envNATSKey, "")
+	ns := queuetest.Start(t)
+	open := startOpenNATS(t, nil)
+	key := queuetest.KeyFile(t)
+	short := filepath.Join(t.TempDir(), "short.key")
+	os.WriteFile(short, []byte("0123456789abcdef"), 0o600)
+	stranger := filepath.Join(t.TempDir(), "stranger.nk")
+	kp, _ := nkeys.CreateUser()
+	seed, _ := kp.Seed()
+	os.WriteFile(stranger, seed, 0o600)
+	toolpacks, _ := filepath.Abs("../../toolpacks")
+	common := []string{"--dir", toolpacks, "--cache-dir", t.TempDir()}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"worker, an open server", []string{"worker", "--nats", open, "--nats-key-file", key},
+			[]string{"lets clients in without credentials", "--nats-nkey FILE", "--nats-creds FILE", "AGENTHOST_NATS_PASSWORD", "docs/OPERATIONS.md", "--nats-insecure-test"}},
+		{"serve, an open server", []string{"serve", "--addr", "127.0.0.1:0", "--nats", open, "--nats-key-file", key},
+			[]string{"lets clients in without credentials", "--nats-insecure-test"}},
+		{"no key", []string{"worker", "--nats", ns.URL, "--nats-ca", ns.CA, "--nats-nkey", ns.Worker},
+			[]string{"--nats-key-file FILE", "$AGENTHOST_NATS_KEY", "openssl rand -hex 32"}},
+		{"a short key", []string{"worker", "--nats", ns.URL, "--nats-ca", ns.CA, "--nats-nkey", ns.Worker, "--nats-key-file", short},
+			[]string{"at least 32 random bytes", "has 8"}},
+		{"nats:// beyond loopback", []string{"worker", "--nats", "nats://queue.example.com:4222", "--nats-key-file", key},
+			[]string{"must be reached over TLS", "use tls://queue.example.com:4222", "--nats-ca FILE"}},
+		{"an nkey the server does not know", []string{"serve", "--addr", "127.0.0.1:0", "--nats", ns.URL, "--nats-ca", ns.CA, "--nats-nkey", stranger, "--nats-key-file", key},
+			[]string{"refused this process's credentials", "--nats-nkey " + stranger}},
+		{"no credentials", []string{"worker", "--nats", ns.URL, "--nats-ca", ns.CA, "--nats-key-file", key},
+			[]string{"refused this process's credentials (no credentials were given)"}},
+		{"a certificate not trusted", []string{"worker", "--nats", ns.URL, "--nats-nkey", ns.Worker, "--nats-key-file", key},
+			[]string{"--nats-ca FILE"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stderr := runUntil(t, "serving", append(tc.args, common...)...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2:\n%s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestNATSFlags_allowed: --nats-insecure-test lets a worker use a server
+// without authentication, loudly; a user and password come from the
+// environment (or the URL, redacted in every message) and never show.
+func TestNATSFlags_allowed(t *testing.T) {
+	t.Setenv(envNATSKey, "")
+	open := startOpenNATS(t, nil)
+	const password = "pa55-w0rd-secret"
+	withUsers := startOpenNATS(t, []*server.User{{Username: "worker", Password: password}})
+	key := queuetest.KeyFile(t)
+	toolpacks, _ := filepath.Abs("../../toolpacks")
+	common := []string{"--dir", toolpacks, "--cache-dir", t.TempDir()}
+
+	code, stderr := runUntil(t, "serving", append([]string{"worker", "--nats", open, "--nats-key-file", key, "--nats-insecure-test"}, common...)...)
+	if code != 0 || !strings.Contains(stderr, "WARNING: --nats-insecure-test") || !strings.Contains(stderr, "serving") {
+		t.Fatalf("insecure test: exit %d\n%s", code, stderr)
+	}
+
+	t.Setenv(envNATSUser, "worker")
+	t.Setenv(envNATSPassword, password)
+	code, stderr = runUntil(t, "serving", append([]string{"worker", "--nats", withUsers, "--nats-key-file", key}, common...)...)
+	if code != 0 || !strings.Contains(stderr, "serving") || strings.Contains(stderr, password) {
+		t.Fatalf("user and password from the environment: exit %d\n%s", code, stderr)
+	}
+
+	t.Setenv(envNATSUser, "")
+	t.Setenv(envNATSPassword, "")
+	t.Setenv(envNATSKey, strings.TrimSpace(string(must(os.ReadFile(key)))))
+	inURL := strings.Replace(withUsers, "nats://", "nats://worker:"+password+"@", 1)
+	code, stderr = runUntil(t, "serving", append([]string{"worker", "--nats", inURL}, common...)...)
+	if code != 0 || !strings.Contains(stderr, "REDACTED@") || strings.Contains(stderr, password) {
+		t.Fatalf("user and password in the URL, key from the environment: exit %d\n%s", code, stderr)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -3,63 +3,31 @@ package queue_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
 	"github.com/agenthost/agenthost/host/queue"
+	"github.com/agenthost/agenthost/host/queue/queuetest"
 )
 
-// testDialTimeout is how long a test's client waits to connect: the
-// client's default (2 s) is too short under the race detector on a
-// loaded 2-core machine.
-const testDialTimeout = 15 * time.Second
-
-// startNATS runs an embedded nats-server with JetStream on a free port.
-func startNATS(t *testing.T) string { return startNATSB(t) }
-
-func startNATSB(t testing.TB) string {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(s.Shutdown)
-	return s.ClientURL()
-}
-
-func connect(t *testing.T, url string) *nats.Conn { return connectB(t, url) }
-
-func connectB(t testing.TB, url string) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect(url, nats.Timeout(testDialTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
-
 // tools are the Go tools of the workers: one that blocks until released
-// (counting its runs), non-idempotent and idempotent, and one that says
-// which worker ran it.
+// (counting its runs), non-idempotent and idempotent, one that says
+// which worker ran it, and one that says as which tenant it ran
+// (counting its runs by tenant).
 type tools struct {
 	release chan struct{}
 	started chan string
 	runs    atomic.Int32
+	mu      sync.Mutex
+	tenants map[string]int
 }
 
-func (tl *tools) build(worker string) []host.Tool {
+func (tl *tools) build(worker, tenant string) []host.Tool {
 	type none struct{}
 	block := func(ctx context.Context, _ none) (map[string]string, error) {
 		tl.runs.Add(1)
@@ -77,22 +45,42 @@ func (tl *tools) build(worker string) []host.Tool {
 		host.Func("app:who", "Says which worker ran it.", func(context.Context, none) (map[string]string, error) {
 			return map[string]string{"worker": worker}, nil
 		}),
+		host.Func("app:tenant", "Says as which tenant it ran.", func(_ context.Context, in struct {
+			Secret string `json:"secret,omitempty"`
+		}) (map[string]string, error) {
+			tl.mu.Lock()
+			if tl.tenants == nil {
+				tl.tenants = map[string]int{}
+			}
+			tl.tenants[tenant]++
+			tl.mu.Unlock()
+			return map[string]string{"tenant": tenant, "secret": in.Secret}, nil
+		}),
 	}
 }
 
-// startWorker runs a worker with its own host until stop is called.
-func startWorker(t *testing.T, url, name string, tl *tools, o queue.Options) (stop func()) {
+// ranAs is how many times app:tenant ran as tenant.
+func (tl *tools) ranAs(tenant string) int {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return tl.tenants[tenant]
+}
+
+// startWorker runs a worker with a host of its own for each tenant (acme
+// and beta) until stop is called.
+func startWorker(t *testing.T, ns *queuetest.Server, name string, tl *tools, o queue.Options) (w *queue.Worker, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	h, err := host.New(ctx, host.Options{Dirs: []string{hosttest.Toolpacks(t)}, CacheDir: hosttest.CacheDir(t), Tools: tl.build(name)})
-	if err != nil {
-		t.Fatal(err)
+	hosts := map[string]*host.Host{}
+	for _, tenant := range []string{"acme", "beta"} {
+		h, err := host.New(ctx, host.Options{Dirs: []string{hosttest.Toolpacks(t)}, CacheDir: hosttest.CacheDir(t), Tools: tl.build(name, tenant)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts[tenant] = h
 	}
-	nc, err := nats.Connect(url, nats.Timeout(testDialTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := queue.NewWorker(ctx, nc, name, map[string]*host.Host{"acme": h}, o)
+	nc := ns.Connect(t, "worker")
+	w, err := queue.NewWorker(ctx, nc, name, hosts, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,28 +92,30 @@ func startWorker(t *testing.T, url, name string, tl *tools, o queue.Options) (st
 			cancel()
 			<-done
 			nc.Close()
-			h.Close(context.Background())
+			for _, h := range hosts {
+				h.Close(context.Background())
+			}
 		})
 	}
 	t.Cleanup(stop)
-	return stop
+	return w, stop
 }
 
-// TestQueue runs calls through an embedded nats-server and two workers:
-// every call answered, spread over both; a worker killed mid-call: the
-// call is run again elsewhere only for an idempotent tool, otherwise it
-// fails with CANCELLED and ran once; a full queue is refused at once.
+// TestQueue runs calls through an embedded nats-server (the deploy
+// example's configuration: TLS, nkeys, permissions) and two workers:
+// every call answered, spread over both; each run as the tenant it was
+// sent for; a tenant no worker serves answered LOAD_ERROR.
 func TestQueue(t *testing.T) {
-	url := startNATS(t)
-	o := queue.Options{AckWait: 1500 * time.Millisecond, Concurrency: 4}
+	ns := queuetest.Start(t)
+	o := queue.Options{Key: queuetest.Key(t), AckWait: 1500 * time.Millisecond, Concurrency: 4}
 	ctx := context.Background()
-	d, err := queue.NewDispatcher(ctx, connect(t, url), o)
+	d, err := queue.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tl := &tools{release: make(chan struct{}), started: make(chan string, 10)}
-	startWorker(t, url, "A", tl, o)
-	startWorker(t, url, "B", tl, o)
+	startWorker(t, ns, "A", tl, o)
+	startWorker(t, ns, "B", tl, o)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	seen := map[string]int{}
@@ -150,7 +140,13 @@ func TestQueue(t *testing.T) {
 	if env, err := d.Call(ctx, "acme", "core:echo", json.RawMessage(`{"via":"nats"}`)); err != nil || string(env.Output) != `{"via":"nats"}` {
 		t.Fatalf("echo: %v %+v", err, env)
 	}
-	if env, err := d.Call(ctx, "beta", "core:echo", nil); err != nil || env.Error == nil || env.Error.Code != "LOAD_ERROR" {
+	for _, tenant := range []string{"acme", "beta"} {
+		env, err := d.Call(ctx, tenant, "app:tenant", json.RawMessage(`{}`))
+		if err != nil || env.Error != nil || !strings.Contains(string(env.Output), `"tenant":"`+tenant+`"`) {
+			t.Fatalf("as %s: %v %+v", tenant, err, env)
+		}
+	}
+	if env, err := d.Call(ctx, "gamma", "core:echo", nil); err != nil || env.Error == nil || env.Error.Code != "LOAD_ERROR" {
 		t.Fatalf("a tenant no worker serves: %v %+v", err, env)
 	}
 
@@ -170,15 +166,15 @@ func TestWorkerDies(t *testing.T) {
 		{"app:again", "", 2},
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
-			url := startNATS(t)
-			o := queue.Options{AckWait: time.Second, Concurrency: 2}
+			ns := queuetest.Start(t)
+			o := queue.Options{Key: queuetest.Key(t), AckWait: time.Second, Concurrency: 2}
 			ctx := context.Background()
-			d, err := queue.NewDispatcher(ctx, connect(t, url), o)
+			d, err := queue.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			tl := &tools{release: make(chan struct{}, 1), started: make(chan string, 4)}
-			stopA := startWorker(t, url, "A", tl, o)
+			_, stopA := startWorker(t, ns, "A", tl, o)
 			res := make(chan string, 1)
 			go func() {
 				env, err := d.Call(ctx, "acme", tc.tool, json.RawMessage(`{}`))
@@ -197,7 +193,7 @@ func TestWorkerDies(t *testing.T) {
 				t.Fatal("the call did not start")
 			}
 			stopA()
-			startWorker(t, url, "B", tl, o)
+			startWorker(t, ns, "B", tl, o)
 			if tc.code == "" {
 				select {
 				case w := <-tl.started:
@@ -228,10 +224,10 @@ func TestWorkerDies(t *testing.T) {
 // TestBackPressure fills the queue while no worker runs: the next call is
 // refused at once with ErrSaturated.
 func TestBackPressure(t *testing.T) {
-	url := startNATS(t)
-	o := queue.Options{MaxQueued: 3}
+	ns := queuetest.Start(t)
+	o := queue.Options{Key: queuetest.Key(t), MaxQueued: 3}
 	ctx := context.Background()
-	d, err := queue.NewDispatcher(ctx, connect(t, url), o)
+	d, err := queue.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,16 +251,13 @@ func TestBackPressure(t *testing.T) {
 }
 
 // startWorkerB runs a worker over the first-party toolpacks (benchmarks).
-func startWorkerB(b testing.TB, url, name string, o queue.Options) {
+func startWorkerB(b testing.TB, ns *queuetest.Server, name string, o queue.Options) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := host.New(ctx, host.Options{Dirs: []string{hosttest.Toolpacks(b)}, CacheDir: hosttest.CacheDir(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	nc, err := nats.Connect(url, nats.Timeout(testDialTimeout))
-	if err != nil {
-		b.Fatal(err)
-	}
+	nc := ns.Connect(b, "worker")
 	w, err := queue.NewWorker(ctx, nc, name, map[string]*host.Host{"acme": h}, o)
 	if err != nil {
 		b.Fatal(err)
