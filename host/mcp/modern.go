@@ -273,8 +273,10 @@ func writeRPCError(w http.ResponseWriter, e *rpcError) {
 // modernLines is a stdio stream whose lines are checked as route checks
 // an HTTP request: a request naming a version we do not speak, or with
 // malformed per-request fields, or (before initialize) with no _meta at
-// all, is answered with the error on out and never reaches the SDK.
+// all, is answered with the error on out and never reaches the SDK; so
+// is a request of the tasks extension, with its answer.
 type modernLines struct {
+	s           *Server
 	r           *bufio.Reader
 	c           io.Closer
 	out         io.Writer
@@ -283,8 +285,8 @@ type modernLines struct {
 	initialized bool
 }
 
-func newModernLines(r io.ReadCloser, out io.Writer) *modernLines {
-	return &modernLines{r: bufio.NewReaderSize(r, 64<<10), c: r, out: out}
+func (s *Server) newModernLines(r io.ReadCloser, out io.Writer) *modernLines {
+	return &modernLines{s: s, r: bufio.NewReaderSize(r, 64<<10), c: r, out: out}
 }
 
 // Read implements io.Reader.
@@ -294,8 +296,12 @@ func (m *modernLines) Read(p []byte) (int, error) {
 			return 0, m.err
 		}
 		m.line, m.err = m.next()
-		if e := m.check(bytes.TrimSpace(m.line)); e != nil {
+		line := bytes.TrimSpace(m.line)
+		if e := m.check(line); e != nil {
 			_, _ = m.out.Write(append(e.bytes(), '\n'))
+			m.line = nil
+		} else if _, answer, ok := m.s.serveModernTask(line); ok {
+			_, _ = m.out.Write(append(answer, '\n'))
 			m.line = nil
 		}
 	}
@@ -394,9 +400,16 @@ func (s *Server) async(id string) bool {
 	return false
 }
 
-// serveFastModern answers a 2026-07-28 tools/call on the fast path (route
-// has checked its headers and _meta), and reports whether it did.
+// serveFastModern answers a 2026-07-28 request of the tasks extension
+// (modern_tasks.go) or a tools/call on the fast path (route has checked
+// its headers and _meta), and reports whether it did.
 func (s *Server) serveFastModern(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if status, answer, ok := s.serveModernTask(body); ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(answer)
+		return true
+	}
 	if s.noFast || r.Header.Get("Origin") != "" || !isJSON(r.Header.Get("Content-Type")) ||
 		!acceptsBoth(r.Header.Values("Accept")) || rebinding(r) {
 		return false

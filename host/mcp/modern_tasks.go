@@ -1,4 +1,222 @@
 package mcp
 
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The tasks extension of the 2026-07-28 revision (io.modelcontextprotocol/
+// tasks), at the edges like the rest of the revision's additions: the
+// server, not the client, decides when a call becomes a task. A
+// tools/call of a tool whose manifest says async, from a client that
+// declares the extension in that request's capabilities, is answered at
+// once with a task (resultType "task"); tasks/get polls it (the call's
+// result inlined once it has ended), tasks/update is acknowledged (no
+// tool asks for input mid-call, so no input is ever outstanding) and
+// tasks/cancel stops the call. The tasks live in the server's task table
+// (tasks.go), so Drain, Wait, CancelTask, TaskDone and Options.Jobs cover
+// them as they cover the session revision's; they belong to no session
+// (a stateless client has none): the task ID, a random handle, is the
+// reference, as a job's ID is on serve's /v1/jobs.
+
 // extTasks names the tasks extension of the 2026-07-28 revision.
 const extTasks = "io.modelcontextprotocol/tasks"
+
+// taskRequest is what the extension's edge reads of a 2026-07-28 request.
+type taskRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		TaskID    *string         `json:"taskId"`
+		Meta      struct {
+			Version      string `json:"io.modelcontextprotocol/protocolVersion"`
+			Capabilities struct {
+				Extensions map[string]json.RawMessage `json:"extensions"`
+			} `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+// modernTaskInfo is a task as the extension shows it (DetailedTask, and
+// CreateTaskResult with resultType "task").
+type modernTaskInfo struct {
+	ResultType     string          `json:"resultType"`
+	TaskID         string          `json:"taskId"`
+	Status         string          `json:"status"`
+	StatusMessage  string          `json:"statusMessage,omitempty"`
+	CreatedAt      string          `json:"createdAt"`
+	LastUpdatedAt  string          `json:"lastUpdatedAt"`
+	TTLMs          int64           `json:"ttlMs"`
+	PollIntervalMs int64           `json:"pollIntervalMs"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Meta           map[string]any  `json:"_meta"`
+}
+
+// serveModernTask answers a 2026-07-28 request that belongs to the tasks
+// extension: its status and JSON-RPC answer, and whether it was one.
+func (s *Server) serveModernTask(body []byte) (int, []byte, bool) {
+	if !bytes.Contains(body, []byte(`"tasks/`)) && !bytes.Contains(body, []byte(extTasks)) {
+		return 0, nil, false // the commonest request costs two searches
+	}
+	var r taskRequest
+	if json.Unmarshal(body, &r) != nil || !modern(r.Params.Meta.Version) {
+		return 0, nil, false
+	}
+	_, declared := r.Params.Meta.Capabilities.Extensions[extTasks]
+	switch r.Method {
+	case "tools/call":
+		s.mu.Lock()
+		tool, ok := s.ids[r.Params.Name]
+		s.mu.Unlock()
+		if !declared || !ok || !s.async(tool) {
+			return 0, nil, false
+		}
+		info, err := s.startModernTask(r.Params.Name, tool, r.Params.Arguments)
+		return http.StatusOK, s.taskAnswer(r.ID, info, err), true
+	case "tasks/get", "tasks/update", "tasks/cancel":
+	default:
+		return 0, nil, false
+	}
+	if !declared {
+		e := newRPCError(http.StatusBadRequest, r.ID, codeMissingCapability,
+			map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{extTasks: map[string]any{}}}},
+			"%s needs the %s extension in the request's client capabilities", r.Method, extTasks)
+		return e.status, e.bytes(), true
+	}
+	if r.Params.TaskID == nil || *r.Params.TaskID == "" {
+		e := newRPCError(http.StatusBadRequest, r.ID, jsonrpc.CodeInvalidParams, nil, "%s needs params.taskId", r.Method)
+		return e.status, e.bytes(), true
+	}
+	ts := &s.tasks
+	ts.mu.Lock()
+	ts.sweep(time.Now())
+	t, ok := ts.byID[*r.Params.TaskID]
+	if !ok || t.session != nil {
+		ts.mu.Unlock()
+		e := newRPCError(http.StatusBadRequest, r.ID, jsonrpc.CodeInvalidParams, nil, "no task %q (unknown, or its ttl has passed)", *r.Params.TaskID)
+		return e.status, e.bytes(), true
+	}
+	switch r.Method {
+	case "tasks/get":
+		info := s.modernInfo(t, "complete")
+		ts.mu.Unlock()
+		return http.StatusOK, s.taskAnswer(r.ID, info, nil), true
+	case "tasks/cancel":
+		if !t.terminal() {
+			t.status, t.message, t.updated = TaskCancelled, "the task was cancelled by request", time.Now().UTC()
+			t.cancel()
+		}
+	}
+	// tasks/update: no input is ever outstanding, so every response is
+	// for a key that is not, which the extension says to ignore.
+	ts.mu.Unlock()
+	return http.StatusOK, s.taskAnswer(r.ID, map[string]any{"resultType": "complete", "_meta": map[string]any{sdk.MetaKeyServerInfo: s.info}}, nil), true
+}
+
+// taskAnswer is the JSON-RPC answer to id with result, or the internal
+// error err.
+func (s *Server) taskAnswer(id json.RawMessage, result any, err error) []byte {
+	if err != nil {
+		var je *jsonrpc.Error
+		if e, ok := err.(*jsonrpc.Error); ok {
+			je = e
+		} else {
+			je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		return (&rpcError{id: id, err: je}).bytes()
+	}
+	b, err := json.Marshal(result)
+	return fastAnswer(id, b, err)
+}
+
+// modernInfo is t as the extension shows it; the caller holds tasks.mu.
+// A call that ended with isError is completed with that result: the
+// extension keeps failed for JSON-RPC errors, which a call never ends
+// with here.
+func (s *Server) modernInfo(t *task, resultType string) modernTaskInfo {
+	i := t.info()
+	status := i.Status
+	var result json.RawMessage
+	if t.result != nil && status != TaskCancelled {
+		status = TaskCompleted
+		result, _ = json.Marshal(t.result)
+	}
+	return modernTaskInfo{ResultType: resultType, TaskID: i.TaskID, Status: status, StatusMessage: i.StatusMessage,
+		CreatedAt: i.CreatedAt, LastUpdatedAt: i.LastUpdatedAt, TTLMs: i.TTL, PollIntervalMs: i.PollInterval, Result: result,
+		Meta: map[string]any{sdk.MetaKeyServerInfo: s.info}}
+}
+
+// startModernTask records a task of no session, starts its call and
+// returns the task as created.
+func (s *Server) startModernTask(name, tool string, args json.RawMessage) (modernTaskInfo, error) {
+	now := time.Now().UTC()
+	ts := &s.tasks
+	ts.mu.Lock()
+	ts.sweep(now)
+	if ts.closed || ts.draining {
+		ts.mu.Unlock()
+		return modernTaskInfo{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is shutting down: it takes no new task"}
+	}
+	// Stateless clients share one session's quota (the nil session).
+	if n := ts.open[nil]; n >= MaxSessionTasks || len(ts.order) >= MaxTasks {
+		ts.mu.Unlock()
+		return modernTaskInfo{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("too many tasks: stateless clients hold %d (their limit is %d), the server %d (its limit is %d); tasks are kept until their ttl passes",
+				n, MaxSessionTasks, len(ts.order), MaxTasks)}
+	}
+	id := newTaskID()
+	if s.jobs != nil {
+		jid, err := s.jobs.CreateJob(context.Background(), tool, args)
+		if err != nil {
+			ts.mu.Unlock()
+			return modernTaskInfo{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task cannot be recorded: " + err.Error()}
+		}
+		id = jid
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &task{id: id, created: now, ttl: DefaultTaskTTL, cancel: cancel, done: make(chan struct{}),
+		status: TaskWorking, message: "the call is running", updated: now}
+	ts.byID[id] = t
+	ts.order = append(ts.order, t)
+	ts.open[nil]++
+	info := s.modernInfo(t, "task")
+	ts.runs.Add(1)
+	ts.mu.Unlock()
+	go func() {
+		defer ts.runs.Done()
+		defer cancel()
+		env := s.h.Call(ctx, tool, args)
+		if s.jobs != nil {
+			if err := s.jobs.FinishJob(context.WithoutCancel(ctx), id, env); err != nil {
+				s.log.Error("storing a task's result", "task", id, "error", err)
+			}
+		}
+		res := resultOf(name, env)
+		res.Meta = maps.Clone(res.Meta)
+		if res.Meta == nil {
+			res.Meta = sdk.Meta{}
+		}
+		res.Meta[metaRelatedTask] = map[string]string{"taskId": id}
+		ts.mu.Lock()
+		t.result, t.updated = res, time.Now().UTC()
+		if t.status == TaskWorking {
+			t.status, t.message = TaskCompleted, "the call succeeded"
+			if res.IsError {
+				t.status, t.message = TaskFailed, "the call failed"
+			}
+		}
+		ts.mu.Unlock()
+		close(t.done)
+	}()
+	return info, nil
+}

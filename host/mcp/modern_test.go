@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -225,5 +227,106 @@ func TestModernStdio(t *testing.T) {
 	// revision's requests need no _meta.
 	if line := newRawStdio(t, srv).roundTrip(t, `{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{}}`, true); !strings.Contains(line, `"taskSupport"`) {
 		t.Errorf("session list: %.300s", line)
+	}
+}
+
+// slowPack is loopPack's guest as an async tool, test:slow: {"benign":
+// true} is echoed, {} spins until stopped.
+func slowPack(t *testing.T) string {
+	t.Helper()
+	dir := loopPack(t)
+	man, err := os.ReadFile(filepath.Join(dir, "loop.tool.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	man = []byte(strings.Replace(strings.Replace(string(man), `"test:loop"`, `"test:slow"`, 1), `"version"`, `"async": true, "version"`, 1))
+	if err := os.WriteFile(filepath.Join(dir, "loop.tool.json"), man, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestModernTasks pins the tasks extension of 2026-07-28: a call of an
+// async tool from a client declaring the extension becomes a task, polled
+// to its result, cancelled; everything else is answered as before, and
+// the task methods refuse clients without the extension and unknown
+// tasks.
+func TestModernTasks(t *testing.T) {
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t), slowPack(t))
+	srv, ts := serveHTTP(t, h, mcp.Options{})
+	const withTasks = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	call := func(tool, args, meta string) map[string]json.RawMessage {
+		_, m := postStateless(t, ts.URL, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+`,`+meta+`}}`, modernHeaders("tools/call", tool))
+		return m
+	}
+	taskReq := func(method, id, meta string) (int, map[string]json.RawMessage) {
+		return postStateless(t, ts.URL, `{"jsonrpc":"2.0","id":2,"method":"`+method+`","params":{"taskId":"`+id+`",`+meta+`}}`, modernHeaders(method, id))
+	}
+	var created struct{ ResultType, TaskID, Status string }
+
+	// Calls that are not tasks: a tool that is not async, or a client
+	// without the extension.
+	for _, m := range []map[string]json.RawMessage{call("core__echo", `{"e":1}`, withTasks), call("test__slow", `{"benign":true}`, modernMeta)} {
+		if !strings.Contains(string(m["result"]), `"resultType":"complete"`) || !strings.Contains(string(m["result"]), `"structuredContent"`) {
+			t.Fatalf("not a plain result: %s", m["result"])
+		}
+	}
+
+	// A task, polled to its result.
+	m := call("test__slow", `{"benign":true}`, withTasks)
+	if err := json.Unmarshal(m["result"], &created); err != nil || created.ResultType != "task" || created.Status != "working" || created.TaskID == "" {
+		t.Fatalf("created: %s %s", m["result"], m["error"])
+	}
+	<-srv.TaskDone(created.TaskID)
+	if s, m := taskReq("tasks/get", created.TaskID, withTasks); s != 200 || !strings.Contains(string(m["result"]), `"status":"completed"`) ||
+		!strings.Contains(string(m["result"]), `"structuredContent":{"benign":true}`) || !strings.Contains(string(m["result"]), `"resultType":"complete"`) {
+		t.Fatalf("get: %d %s %s", s, m["result"], m["error"])
+	}
+	if s, m := taskReq("tasks/update", created.TaskID, withTasks); s != 200 || !strings.Contains(string(m["result"]), `"resultType":"complete"`) {
+		t.Fatalf("update: %d %s %s", s, m["result"], m["error"])
+	}
+
+	// A task cancelled while it runs: the guest stops.
+	m = call("test__slow", `{}`, withTasks)
+	if err := json.Unmarshal(m["result"], &created); err != nil || created.ResultType != "task" {
+		t.Fatalf("created: %s %s", m["result"], m["error"])
+	}
+	if s, m := taskReq("tasks/cancel", created.TaskID, withTasks); s != 200 || m["error"] != nil {
+		t.Fatalf("cancel: %d %s", s, m["error"])
+	}
+	<-srv.TaskDone(created.TaskID)
+	if _, m := taskReq("tasks/get", created.TaskID, withTasks); !strings.Contains(string(m["result"]), `"status":"cancelled"`) {
+		t.Fatalf("after cancel: %s %s", m["result"], m["error"])
+	}
+
+	// Refusals.
+	for _, tc := range []struct {
+		name, method, id, meta string
+		code                   int
+		want                   string
+	}{
+		{"no extension", "tasks/get", created.TaskID, modernMeta, -32021, `"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}`},
+		{"unknown task", "tasks/get", "nope", withTasks, -32602, `no task \"nope\"`},
+		{"unknown task cancelled", "tasks/cancel", "nope", withTasks, -32602, `no task`},
+	} {
+		s, m := taskReq(tc.method, tc.id, tc.meta)
+		if s != 400 || errorCode(m) != tc.code || !strings.Contains(string(m["error"]), tc.want) {
+			t.Errorf("%s: %d %s", tc.name, s, m["error"])
+		}
+	}
+	if s, m := postStateless(t, ts.URL, `{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"x",`+withTasks+`}}`, modernHeaders("tasks/get", "")); s != 400 || errorCode(m) != -32020 {
+		t.Errorf("no Mcp-Name: %d %s", s, m["error"])
+	}
+
+	// Over stdio.
+	c := newRawStdioNoInit(t, srv)
+	line := c.roundTrip(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"test__slow","arguments":{"benign":true},`+withTasks+`}}`, false)
+	var answer struct{ Result struct{ ResultType, TaskID string } }
+	if err := json.Unmarshal([]byte(line), &answer); err != nil || answer.Result.ResultType != "task" {
+		t.Fatalf("stdio create: %s", line)
+	}
+	<-srv.TaskDone(answer.Result.TaskID)
+	if line := c.roundTrip(t, `{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{"taskId":"`+answer.Result.TaskID+`",`+withTasks+`}}`, false); !strings.Contains(line, `"status":"completed"`) {
+		t.Fatalf("stdio get: %s", line)
 	}
 }

@@ -165,7 +165,7 @@ func (s *Server) RunStdio(ctx context.Context) error {
 // reads them and plain tools/call answered on the fast path (stdio.go).
 func (s *Server) RunIO(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
 	out := &lineWriter{w: w}
-	lines := newTaskLines(newModernLines(r, out))
+	lines := newTaskLines(s.newModernLines(r, out))
 	if !s.noFast {
 		lines.fast = s.newStdioFast(out)
 		defer lines.fast.close()
