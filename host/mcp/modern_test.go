@@ -321,7 +321,9 @@ func TestModernTasks(t *testing.T) {
 	// Over stdio.
 	c := newRawStdioNoInit(t, srv)
 	line := c.roundTrip(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"test__slow","arguments":{"benign":true},`+withTasks+`}}`, false)
-	var answer struct{ Result struct{ ResultType, TaskID string } }
+	var answer struct {
+		Result struct{ ResultType, TaskID string }
+	}
 	if err := json.Unmarshal([]byte(line), &answer); err != nil || answer.Result.ResultType != "task" {
 		t.Fatalf("stdio create: %s", line)
 	}
