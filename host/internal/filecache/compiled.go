@@ -95,8 +95,11 @@ func (c *Compiled) Guard(code []byte, compile func() error) error {
 	}
 	name := compiledFileName(code)
 	path := filepath.Join(c.dir, name)
-	trusted := c.check(path, name)
-	err := compile()
+	trusted, err := c.check(path, name)
+	if err != nil {
+		return err
+	}
+	err = compile()
 	if err == nil && !trusted {
 		c.seal(path, name)
 	}
@@ -104,11 +107,13 @@ func (c *Compiled) Guard(code []byte, compile func() error) error {
 }
 
 // check reports whether the compiled file at path is the sealed one; a
-// file that is not is removed and reported.
-func (c *Compiled) check(path, name string) bool {
+// file that is not is removed and reported. An error means such a file
+// is still there (it could not be removed, or the gate is closed): wazero
+// must not compile, since it would read it.
+func (c *Compiled) check(path, name string) (bool, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false
+		return false, nil
 	}
 	reason := ""
 	var want compiledSeal
@@ -127,17 +132,19 @@ func (c *Compiled) check(path, name string) bool {
 		}
 	}
 	if reason == "" {
-		return true
+		return true, nil
 	}
 	if !c.seals.Gate.enter() {
-		return false
+		return false, fmt.Errorf("compiled file %s %s, and the cache is closed", path, reason)
 	}
 	defer c.seals.Gate.leave()
-	_ = os.Remove(path)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("compiled file %s %s, and it cannot be removed: %w", path, reason, err)
+	}
 	if c.discarded != nil {
 		c.discarded(path, reason)
 	}
-	return false
+	return false, nil
 }
 
 // seal records the compiled file at path, just written by wazero.

@@ -55,7 +55,7 @@ func TestCompiled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	read := func(path string) []byte {
+	read := func(t *testing.T, path string) []byte {
 		t.Helper()
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -65,7 +65,7 @@ func TestCompiled(t *testing.T) {
 	}
 	compile(echo)
 	compile(exit3)
-	echoCode := read(c.Path(echo))
+	echoCode := read(t, c.Path(echo))
 	if len(discarded) != 0 {
 		t.Fatalf("fresh files discarded: %q", discarded)
 	}
@@ -75,7 +75,7 @@ func TestCompiled(t *testing.T) {
 		plant func(t *testing.T)
 	}{
 		{"another module's compiled code", func(t *testing.T) {
-			if err := os.WriteFile(c.Path(echo), read(c.Path(exit3)), 0o600); err != nil {
+			if err := os.WriteFile(c.Path(echo), read(t, c.Path(exit3)), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -99,7 +99,7 @@ func TestCompiled(t *testing.T) {
 			if len(discarded) != 1 {
 				t.Fatalf("discarded %q, want one report", discarded)
 			}
-			if got := read(c.Path(echo)); string(got) != string(echoCode) {
+			if got := read(t, c.Path(echo)); string(got) != string(echoCode) {
 				t.Fatal("the compiled file is not echo's own again")
 			}
 			discarded = nil
@@ -109,6 +109,24 @@ func TestCompiled(t *testing.T) {
 			}
 		})
 	}
+	// A file that fails its check but cannot be removed (here: its
+	// owner has closed the cache) is never read: the compilation does
+	// not start.
+	t.Run("not removable", func(t *testing.T) {
+		gate := &filecache.Gate{}
+		closed, err := filecache.NewCompiled(dir, gate, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(c.Path(echo), []byte("not echo's compiled code"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		gate.Close()
+		ran := false
+		if err := closed.Guard(echo, func() error { ran = true; return nil }); err == nil || ran {
+			t.Fatalf("Guard = %v, compiled %v: want an error and no compilation", err, ran)
+		}
+	})
 	var none *filecache.Compiled
 	ran := false
 	if err := none.Guard(echo, func() error { ran = true; return nil }); err != nil || !ran {
