@@ -39,6 +39,23 @@ func Adapt(raw json.RawMessage) Adapted {
 	s := cloneMap(schemaOf(raw))
 	a := Adapted{Schema: s}
 	var notes []string
+	// A root that is only a reference to one of its definitions (some
+	// generators write one) is that definition.
+	if ref, ok := s["$ref"].(string); ok {
+		for _, prefix := range []string{"#/$defs/", "#/definitions/"} {
+			defs, _ := s[strings.Trim(prefix[1:], "/")].(map[string]any)
+			if def, ok := defs[strings.TrimPrefix(ref, prefix)].(map[string]any); ok && strings.HasPrefix(ref, prefix) {
+				delete(s, "$ref")
+				for k, v := range def {
+					if _, taken := s[k]; !taken {
+						s[k] = v
+					}
+				}
+				a.Rewrites = append(a.Rewrites, "top-level $ref "+ref+" resolved")
+				break
+			}
+		}
+	}
 	switch t := s["type"].(type) {
 	case string:
 		if t != "object" {

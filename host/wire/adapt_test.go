@@ -35,6 +35,8 @@ func TestAdapt(t *testing.T) {
 			`{"properties":{"a":{}},"type":"object"}`, `must satisfy not: {"required":["a"]}`, true},
 		{"no type", `{"properties":{"a":{"type":"string"}}}`, `{"properties":{"a":{"type":"string"}},"type":"object"}`, "", true},
 		{"absent", ``, `{"type":"object"}`, "", false},
+		{"a root $ref", `{"$ref":"#/$defs/In","$defs":{"In":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}}`,
+			`{"$defs":{"In":{"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"}},"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"}`, "", true},
 		{"not an object", `{"type":"array"}`, `{"type":"object"}`, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
