@@ -236,3 +236,68 @@ func TestConnClientProcess(t *testing.T) {
 	}
 	fmt.Printf("%s%d\n", connClientTook, time.Since(t0).Nanoseconds())
 }
+
+// statelessHTTP is rawHTTP for 2026-07-28: no session, the revision's
+// headers and per-request _meta on every call.
+type statelessHTTP struct {
+	url string
+	c   *http.Client
+}
+
+// post sends one tools/call of core__echo (body is its JSON-RPC request
+// with the _meta already in) and checks the answer as rawHTTP.post does.
+func (c *statelessHTTP) post(tb testing.TB, body string, must bool) (int, string) {
+	req, err := http.NewRequest("POST", c.url, strings.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "core__echo")
+	resp, err := c.c.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if must && (resp.StatusCode != 200 || !strings.Contains(string(b), `"resultType":"complete"`) || strings.Contains(string(b), `"isError":true`)) {
+		tb.Fatalf("%d %.300s", resp.StatusCode, b)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// BenchmarkStateless is tools/call of core:echo over Streamable HTTP on
+// loopback in both revisions, in the same run: with a session (2025-11-25,
+// after initialize) and stateless (2026-07-28, headers and _meta on each
+// call), each with the fast path (the default) and through the SDK
+// (-sdk: NoFastPath). The stateless call must cost no more than the
+// session's.
+func BenchmarkStateless(b *testing.B) {
+	h := hosttest.NewHost(b, nil, hosttest.Toolpacks(b))
+	const session = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"core__echo","arguments":{"a":1}}}`
+	const stateless = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"core__echo","arguments":{"a":1},` + modernMeta + `}}`
+	for _, fast := range []bool{true, false} {
+		srv := mcp.New(h, mcp.Options{NoFastPath: !fast})
+		ts := httptest.NewServer(srv.Handler())
+		suffix := ""
+		if !fast {
+			suffix = "-sdk"
+		}
+		b.Run("session"+suffix, func(b *testing.B) {
+			c := newRawHTTP(b, ts.URL)
+			for i := 0; b.Loop(); i++ {
+				c.post(b, fmt.Sprintf(session, i+2), true)
+			}
+		})
+		b.Run("stateless"+suffix, func(b *testing.B) {
+			c := &statelessHTTP{url: ts.URL, c: &http.Client{}}
+			for i := 0; b.Loop(); i++ {
+				c.post(b, fmt.Sprintf(stateless, i+2), true)
+			}
+		})
+		ts.Close()
+		srv.Close()
+	}
+}
