@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/agenthost/agenthost/host/agent"
 	"github.com/agenthost/agenthost/host/llm"
@@ -162,10 +161,8 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *call) {
 		s.storeError(w, err)
 		return
 	}
-	s.runStream(w, r, c, ses, req.Content, "run-"+strconv.FormatInt(seq.Add(1), 10), nil)
+	s.runStream(w, r, c, ses, req.Content, newRunID(), nil)
 }
-
-var seq atomic.Int64
 
 // agentRun is the AG-UI endpoint.
 func (s *Server) agentRun(w http.ResponseWriter, r *http.Request, c *call) {
@@ -200,7 +197,7 @@ func (s *Server) agentRun(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	if in.RunID == "" {
-		in.RunID = "run-" + strconv.FormatInt(seq.Add(1), 10)
+		in.RunID = newRunID()
 	}
 	ses.Profile = prof
 	s.runStream(w, r, c, ses, task, in.RunID, hist)
@@ -375,6 +372,7 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 	}
 	s.runs.Add(1)
 	defer s.runs.Done()
+	defer s.track(c.p.Tenant, ses.ID)()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -462,7 +460,7 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 						toolID = id
 					}
 				}
-				meta, _ := json.Marshal(map[string]any{"tool_id": toolID, "tool_agent_output": ev.Step, "ui_schema": ui})
+				meta, _ := json.Marshal(map[string]any{"tool_id": toolID, "tool_agent_output": ev.Step, "ui_schema": ui, "duration_ms": float64(ev.Duration.Microseconds()) / 1000})
 				if _, err := s.o.Store.AppendMessage(context.WithoutCancel(ctx), c.p.Tenant, ses.ID, store.Message{Role: "tool", Content: text, Metadata: meta}); err != nil {
 					s.o.Logger.Error("storing a tool message", "error", err)
 				}

@@ -62,6 +62,8 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request, c *call) {
 		h.Set("Content-Type", "text/javascript; charset=utf-8")
 	case len(name) > 4 && name[len(name)-4:] == ".css":
 		h.Set("Content-Type", "text/css; charset=utf-8")
+	case len(name) > 4 && name[len(name)-4:] == ".svg":
+		h.Set("Content-Type", "image/svg+xml")
 	default:
 		h.Set("Content-Type", "text/html; charset=utf-8")
 	}
