@@ -232,11 +232,15 @@ func route(r *http.Request, body []byte) (stateless bool, e *rpcError) {
 		hv := r.Header.Get("Mcp-Protocol-Version")
 		return modern(hv), nil // not one JSON-RPC message: the handler of its header says how it is wrong
 	}
+	hv := r.Header.Get("Mcp-Protocol-Version")
+	mv, metaPresent, mvOK := p.metaVersion()
 	if p.Method == "initialize" {
+		if modern(hv) || (mvOK && modern(mv)) {
+			return false, newRPCError(http.StatusNotFound, p.ID, jsonrpc.CodeMethodNotFound, nil,
+				"initialize is not a method of %s (every request carries its version and capabilities in _meta); a 2025-11-25 client sends it without the %s header", ProtocolModern, ProtocolModern)
+		}
 		return false, nil
 	}
-	hv := r.Header.Get("Mcp-Protocol-Version")
-	_, metaPresent, _ := p.metaVersion()
 	if !metaPresent {
 		switch {
 		case hv != "" && !supported(hv):
@@ -250,10 +254,16 @@ func route(r *http.Request, body []byte) (stateless bool, e *rpcError) {
 		}
 		return false, noMeta(p.ID, "Mcp-Session-Id header")
 	}
+	if mvOK && hv != "" && hv != mv {
+		// The headers are what intermediaries route on: a mismatch is
+		// refused before the version is judged.
+		return false, newRPCError(http.StatusBadRequest, p.ID, codeHeaderMismatch, nil,
+			"header mismatch: the MCP-Protocol-Version header %q differs from params._meta[%q] %q", hv, sdk.MetaKeyProtocolVersion, mv)
+	}
 	if e := checkMeta(&p); e != nil {
 		return false, e
 	}
-	v, _, _ := p.metaVersion()
+	v := mv
 	if !modern(v) {
 		return false, nil
 	}

@@ -83,6 +83,12 @@ func (s *Server) serveModernTask(body []byte) (int, []byte, bool) {
 		}
 		info, err := s.startModernTask(r.Params.Name, tool, r.Params.Arguments)
 		return http.StatusOK, s.taskAnswer(r.ID, info, err), true
+	case "tasks/result", "tasks/list":
+		// The session revision's methods, removed from the extension: its
+		// handlers (tasks.go) must not answer a 2026-07-28 request.
+		e := newRPCError(http.StatusNotFound, r.ID, jsonrpc.CodeMethodNotFound, nil,
+			"%s is not a method of the %s extension in %s: poll with tasks/get", r.Method, extTasks, ProtocolModern)
+		return e.status, e.bytes(), true
 	case "tasks/get", "tasks/update", "tasks/cancel":
 	default:
 		return 0, nil, false

@@ -115,6 +115,8 @@ func TestModernHTTP(t *testing.T) {
 		{"no name header", call, modernHeaders("tools/call", ""), 400, -32020, []string{"Mcp-Name header is missing"}, nil},
 		{"name header differs", call, modernHeaders("tools/call", "text__stats"), 400, -32020, []string{`"text__stats\" differs`}, nil},
 		{"name header bad base64", call, modernHeaders("tools/call", "=?base64?***?="), 400, -32020, []string{"not valid base64"}, nil},
+		{"header and _meta differ, _meta's version unknown", strings.ReplaceAll(list, `"2026-07-28"`, `"v999"`), modernHeaders("tools/list", ""), 400, -32020, []string{`\"v999\"`}, nil},
+		{"initialize in 2026-07-28", initialize, modernHeaders("initialize", ""), 404, -32601, []string{"not a method of 2026-07-28"}, nil},
 		{"neither session nor _meta", `{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{}}`, nil, 400, -32602, []string{"initialize first"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -308,9 +310,11 @@ func TestModernTasks(t *testing.T) {
 		{"no extension", "tasks/get", created.TaskID, modernMeta, -32021, `"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}`},
 		{"unknown task", "tasks/get", "nope", withTasks, -32602, `no task \"nope\"`},
 		{"unknown task cancelled", "tasks/cancel", "nope", withTasks, -32602, `no task`},
+		{"tasks/result removed", "tasks/result", created.TaskID, withTasks, -32601, `poll with tasks/get`},
+		{"tasks/list removed", "tasks/list", created.TaskID, withTasks, -32601, `poll with tasks/get`},
 	} {
 		s, m := taskReq(tc.method, tc.id, tc.meta)
-		if s != 400 || errorCode(m) != tc.code || !strings.Contains(string(m["error"]), tc.want) {
+		if want := map[int]int{-32601: 404}[tc.code]; (want == 0 && s != 400) || (want != 0 && s != want) || errorCode(m) != tc.code || !strings.Contains(string(m["error"]), tc.want) {
 			t.Errorf("%s: %d %s", tc.name, s, m["error"])
 		}
 	}

@@ -128,7 +128,10 @@ func New(h *host.Host, opts Options) *Server {
 		noFast: opts.NoFastPath, jobs: opts.Jobs}
 	impl := &sdk.Implementation{Name: opts.Name, Version: opts.Version}
 	s.info, _ = json.Marshal(impl)
-	s.srv = sdk.NewServer(impl, &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+	s.srv = sdk.NewServer(impl, &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true},
+		// The SDK answers the lists of both (empty but for MCP Apps' ui://
+		// resources), so both are declared.
+		Prompts: &sdk.PromptCapabilities{}, Resources: &sdk.ResourceCapabilities{}},
 		SetCacheable: cacheHints})
 	s.serveTasks()
 	s.srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
