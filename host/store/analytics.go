@@ -74,7 +74,7 @@ func (s *Store) ListSessions(ctx context.Context, tenant, cursor string, limit i
 		FROM sessions s LEFT JOIN messages m ON m.tenant = s.tenant AND m.session = s.id
 		WHERE s.tenant = ?
 		GROUP BY s.tenant, s.id, s.profile, s.created
-		HAVING ? = 0 OR COALESCE(MAX(m.created), s.created) < ? OR (COALESCE(MAX(m.created), s.created) = ? AND s.id < ?)
+		HAVING CAST(? AS BIGINT) = 0 OR COALESCE(MAX(m.created), s.created) < ? OR (COALESCE(MAX(m.created), s.created) = ? AND s.id < ?)
 		ORDER BY 4 DESC, 1 DESC
 		LIMIT ?`), tenant, beforeMs, beforeMs, beforeMs, beforeID, limit+1)
 	if err != nil {
@@ -125,7 +125,7 @@ func (s *Store) MessagesPage(ctx context.Context, tenant, session string, before
 		return MessagePage{}, err
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, role, content, metadata, created FROM messages
-		WHERE tenant = ? AND session = ? AND (? = 0 OR seq < ?) ORDER BY seq DESC LIMIT ?`), tenant, session, before, before, limit+1)
+		WHERE tenant = ? AND session = ? AND (CAST(? AS BIGINT) = 0 OR seq < ?) ORDER BY seq DESC LIMIT ?`), tenant, session, before, before, limit+1)
 	if err != nil {
 		return MessagePage{}, fmt.Errorf("store: %w", err)
 	}
@@ -284,7 +284,9 @@ func (s *Store) ToolAnalytics(ctx context.Context, tenant string) (Analytics, er
 		if v, err := strconv.ParseFloat(ms.String, 64); ms.Valid && err == nil && v >= 0 {
 			lat[tool] = append(lat[tool], v)
 		}
-		if status == "success" {
+		// A tool message without a record (an older server's) is a
+		// call of unknown outcome, not a failure.
+		if status == "success" || status == "" {
 			continue
 		}
 		u.Failures++
