@@ -71,6 +71,9 @@ func (x *exampleTester) run(ctx context.Context, t *manifest.Tool, ex manifest.E
 	id := t.ToolID + "@" + t.Version
 	if ex.Fixtures == nil {
 		env := x.base.Call(ctx, id, ex.Input)
+		if reason := isolationMissing(env); reason != "" {
+			return outcomeSkip, reason
+		}
 		if host, ok := networkDenial(env); ok {
 			return outcomeSkip, fmt.Sprintf("needs the network (%s) and has no canned response for it: give the example fixtures.http", host)
 		}
@@ -86,6 +89,9 @@ func (x *exampleTester) run(ctx context.Context, t *manifest.Tool, ex manifest.E
 		return outcomeFail, "input: " + err.Error()
 	}
 	env := fx.host.Call(ctx, id, input)
+	if reason := isolationMissing(env); reason != "" {
+		return outcomeSkip, reason
+	}
 	outcome, reason := judge(env, ex.ExpectedOutput, fx.toOriginal)
 	if host, ok := networkDenial(env); ok {
 		reason = fmt.Sprintf("called %s, which has no canned response in fixtures.http (%s)", host, reason)
@@ -139,6 +145,16 @@ func networkDenial(env abi.Envelope) (string, bool) {
 		return f[3], true
 	}
 	return "", false
+}
+
+// isolationMissing says why a script tool's call could not run on this
+// machine ("" when that is not why it failed): the kernel isolation the
+// script bridge needs is unavailable and the policy does not allow less.
+func isolationMissing(env abi.Envelope) string {
+	if env.Error == nil || env.Error.Code != abi.CodePermissionDenied || !strings.Contains(env.Error.Message, "kernel isolation unavailable") {
+		return ""
+	}
+	return "needs kernel isolation this machine lacks (" + env.Error.Message + "); run it on Linux with Landlock and namespaces, or allow isolation.allowDegraded in a test policy"
 }
 
 // scriptPrograms is the program each script language needs on PATH.

@@ -255,3 +255,27 @@ func TestFixtureMapping(t *testing.T) {
 		}
 	}
 }
+
+// TestIsolationMissingIsASkip checks that a script call refused because
+// the machine lacks kernel isolation is told apart from other refusals.
+func TestIsolationMissingIsASkip(t *testing.T) {
+	tests := []struct {
+		env  abi.Envelope
+		skip bool
+	}{
+		{abi.Envelope{Status: abi.StatusFailure, Error: &abi.Error{Code: abi.CodePermissionDenied,
+			Message: "kernel isolation unavailable (landlock: not supported) and the policy does not allow degraded isolation (isolation.allowDegraded)"}}, true},
+		{abi.Envelope{Status: abi.StatusFailure, Error: &abi.Error{Code: abi.CodePermissionDenied, Message: "read /etc/passwd denied"}}, false},
+		{abi.Envelope{Status: abi.StatusFailure, Error: &abi.Error{Code: abi.CodeToolError, Message: "kernel isolation unavailable"}}, false},
+		{abi.Envelope{Status: abi.StatusSuccess}, false},
+	}
+	for i, tc := range tests {
+		reason := isolationMissing(tc.env)
+		if (reason != "") != tc.skip {
+			t.Errorf("case %d: %q, want skip %v", i, reason, tc.skip)
+		}
+		if tc.skip && !strings.Contains(reason, "isolation.allowDegraded") {
+			t.Errorf("case %d: the reason %q does not say what would let it run", i, reason)
+		}
+	}
+}
