@@ -11,6 +11,26 @@ import (
 
 var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
 
+// queryParams are the query parameters of the routes that take some,
+// by "METHOD path".
+var queryParams = map[string][]map[string]any{
+	"POST /v1/tools/{id}/call": {
+		queryParam("async", "true: answer 202 with a job at once", map[string]any{"type": "string", "enum": []string{"true", "false"}}),
+	},
+	"GET /v1/sessions": {
+		queryParam("limit", "sessions per page (default 50)", map[string]any{"type": "integer", "minimum": 1, "maximum": 500}),
+		queryParam("cursor", "the next of the page before", map[string]any{"type": "string"}),
+	},
+	"GET /v1/sessions/{id}/messages": {
+		queryParam("limit", "messages per page (default 100)", map[string]any{"type": "integer", "minimum": 1, "maximum": 500}),
+		queryParam("before", "only messages with a lower seq (the first seq of the page after); none: the latest", map[string]any{"type": "integer", "minimum": 1}),
+	},
+}
+
+func queryParam(name, desc string, schema map[string]any) map[string]any {
+	return map[string]any{"name": name, "in": "query", "required": false, "description": desc, "schema": schema}
+}
+
 // OpenAPI is the OpenAPI 3.1 document of the API, generated from the
 // route table and the Go types of its bodies.
 func (s *Server) OpenAPI() map[string]any {
@@ -23,6 +43,9 @@ func (s *Server) OpenAPI() map[string]any {
 		var params []any
 		for _, m := range pathParam.FindAllStringSubmatch(rt.Path, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		for _, q := range queryParams[rt.Method+" "+rt.Path] {
+			params = append(params, q)
 		}
 		if params != nil {
 			op["parameters"] = params

@@ -257,3 +257,38 @@ func TestAnalytics(t *testing.T) {
 		t.Errorf("beta's analytics: %+v", b.Tools)
 	}
 }
+
+// TestOpenAPIListings pins the listing endpoints in the OpenAPI document
+// with their query parameters.
+func TestOpenAPIListings(t *testing.T) {
+	f := newConsoleFixture(t)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Name string `json:"name"`
+				In   string `json:"in"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if code := f.get(t, "/openapi.json", "acme-token", &doc); code != 200 {
+		t.Fatalf("openapi: %d", code)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"/v1/sessions", "limit:query cursor:query"},
+		{"/v1/sessions/{id}/messages", "id:path limit:query before:query"},
+		{"/v1/analytics", ""},
+		{"/v1/tools/{id}/call", "id:path async:query"},
+	} {
+		op, ok := doc.Paths[tc.path]["get"]
+		if !ok {
+			op, ok = doc.Paths[tc.path]["post"]
+		}
+		var got []string
+		for _, p := range op.Parameters {
+			got = append(got, p.Name+":"+p.In)
+		}
+		if !ok || strings.Join(got, " ") != tc.want {
+			t.Errorf("%s: %v (%v), want %s", tc.path, got, ok, tc.want)
+		}
+	}
+}
