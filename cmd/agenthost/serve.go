@@ -41,12 +41,13 @@ type serveFlags struct {
 	addr, auth, data, store, credKey, otlp string
 	otlpSample                             float64
 	profiles                               multiFlag
+	noAuth                                 bool
 	nats                                   natsFlags
 }
 
 func serveCommand() command {
 	return command{
-		name: "serve", serves: true, usage: "serve [--addr HOST:PORT] [--auth FILE] [--data DIR | --store postgres://…] [--profiles DIR]...",
+		name: "serve", serves: true, usage: "serve [--addr HOST:PORT] [--auth FILE | --no-auth] [--data DIR | --store postgres://…] [--profiles DIR]...",
 		summary: "the host over HTTP: tools, exec, MCP at /mcp, sessions and AG-UI agent runs, history, metrics",
 		flags: func(fs *flag.FlagSet, e *env) {
 			s := &e.serve
@@ -58,6 +59,7 @@ func serveCommand() command {
 			fs.StringVar(&s.otlp, "otlp", "", "export a trace span per tool call (execute_tool, generative-AI attributes) over OTLP/HTTP to `URL` (e.g. http://127.0.0.1:4318)")
 			fs.Float64Var(&s.otlpSample, "otlp-sample", 1, "the `RATIO` of calls traced with --otlp (0 < RATIO ≤ 1; a span follows its parent's decision)")
 			s.nats.register(fs, "run tool calls on workers (agenthost worker) over the NATS JetStream server at `URL` instead of in this process")
+			fs.BoolVar(&s.noAuth, "no-auth", false, "take every request without a token, as the one tenant with every scope (loopback only: for local clients that cannot send a token, such as the MCP conformance suite)")
 			fs.Var(&s.profiles, "profiles", "a `DIR` of agent profiles (*.profile.json, agent_profile.json) for the tenant without --auth (repeatable)")
 		},
 		run: runServe,
@@ -73,7 +75,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{"--addr: " + err.Error()}
 	}
-	if s.auth == "" && !isLoopback(host_) {
+	switch {
+	case s.noAuth && s.auth != "":
+		return usageError{"give --auth or --no-auth, not both"}
+	case s.noAuth && !isLoopback(host_):
+		return usageError{"--no-auth takes every request without a token, so serve listens on a loopback address only (127.0.0.1, ::1, localhost), not " + host_}
+	case s.auth == "" && !isLoopback(host_):
 		return usageError{"without --auth, serve listens on a loopback address only (127.0.0.1, ::1, localhost)"}
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
@@ -151,6 +158,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		if auth, err = serve.NewAuthenticatorFile(af); err != nil {
 			return usageError{err.Error()}
 		}
+	} else if s.noAuth {
+		auth = serve.NoAuth("default")
 	} else {
 		auth, token = serve.SingleToken("default")
 	}
@@ -179,11 +188,21 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); s.auth == "" && (!ok || !tcp.IP.IsLoopback()) {
+		// A name such as localhost can resolve to a routable address.
+		ln.Close()
+		return usageError{fmt.Sprintf("without --auth, serve listens on a loopback address only; %s is %s", s.addr, ln.Addr())}
+	}
 	srv := api.HTTPServer()
 	msg := e.messages()
 	fmt.Fprintf(msg, "agenthost: serving on http://%s (%d tenant(s))\n", ln.Addr(), len(tenants))
 	if token != "" {
-		fmt.Fprintf(msg, "agenthost: token (shown once): %s\n", token)
+		// One line to open: the console takes the token from the
+		// address and drops it from the address bar.
+		fmt.Fprintf(msg, "agenthost: open the console (the token is shown once): http://%s/#token=%s\n", ln.Addr(), token)
+	}
+	if s.noAuth {
+		fmt.Fprintln(msg, "agenthost: --no-auth: every request on this loopback address is the tenant \"default\" with every scope")
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

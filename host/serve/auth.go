@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -118,6 +120,7 @@ func LoadAuthFile(path string) (*AuthFile, error) {
 type Authenticator struct {
 	byHash map[string]Principal
 	jwt    *jwtVerifier
+	open   *Principal // NoAuth: everyone is this principal
 }
 
 // NewAuthenticatorFile builds the Authenticator of an auth file.
@@ -154,6 +157,14 @@ func SingleToken(tenant string) (*Authenticator, string) {
 	return NewAuthenticator([]TokenEntry{{SHA256: hex.EncodeToString(sum[:]), Tenant: tenant, Scopes: []string{ScopeCall, ScopeSessions, ScopeAdmin, ScopeOperator}}}), tok
 }
 
+// NoAuth admits every request as the tenant with every scope, operator
+// included, whatever its Authorization header holds (serve --no-auth, for
+// tools that cannot send a token, such as the MCP conformance suite). It
+// is for a loopback listener only: the caller checks the address.
+func NoAuth(tenant string) *Authenticator {
+	return &Authenticator{byHash: map[string]Principal{}, open: &Principal{Tenant: tenant, Scopes: []string{ScopeCall, ScopeSessions, ScopeAdmin, ScopeOperator}}}
+}
+
 var errNoToken = errors.New("no bearer token")
 
 // emptySHA256 is the SHA-256 of the empty string: what the hashing recipe
@@ -162,6 +173,20 @@ const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 
 // principal returns the request's principal.
 func (a *Authenticator) principal(r *http.Request) (Principal, error) {
+	if a.open != nil {
+		// Without tokens, a web page is the danger: one whose name was
+		// rebound to 127.0.0.1 (its Host is its own name), or one that
+		// posts across origins (its Origin is its own).
+		if !loopbackHost(r.Host) {
+			return Principal{}, fmt.Errorf("--no-auth: the Host %q is not a loopback name (a rebound DNS name?)", r.Host)
+		}
+		if o := r.Header.Get("Origin"); o != "" {
+			if u, err := url.Parse(o); err != nil || !loopbackHost(u.Host) {
+				return Principal{}, fmt.Errorf("--no-auth: the Origin %q is not on loopback", o)
+			}
+		}
+		return *a.open, nil
+	}
 	h := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	// Only ASCII space and tab are white space here (RFC 9110); a
@@ -179,6 +204,116 @@ func (a *Authenticator) principal(r *http.Request) (Principal, error) {
 		return a.jwt.verify(r.Context(), tok)
 	}
 	return Principal{}, errors.New("unknown token")
+}
+
+// loopbackHost reports whether a Host (with or without a port) is
+// localhost or a loopback IP.
+func loopbackHost(hostport string) bool {
+	h := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	return strings.EqualFold(h, "localhost") || isLoopbackIP(h)
+}
+
+// resourceMetadataPath is RFC 9728's well-known path of a protected
+// resource's metadata.
+const resourceMetadataPath = "/.well-known/oauth-protected-resource"
+
+// ProtectedResource is the OAuth 2.0 protected resource metadata (RFC
+// 9728) of a server that takes JWTs: what an MCP client reads to find
+// the authorization server that issues its tokens.
+type ProtectedResource struct {
+	Resource               string   `json:"resource"`
+	AuthorizationServers   []string `json:"authorization_servers"`
+	ScopesSupported        []string `json:"scopes_supported"`
+	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+	ResourceName           string   `json:"resource_name,omitempty"`
+}
+
+// resource returns the protected resource metadata, and the URL it is
+// served at for the resource (RFC 9728 §3.1: the well-known path, then
+// the resource's path); false when the server takes no JWTs or its
+// audience is not a URL.
+func (a *Authenticator) resource() (ProtectedResource, string, bool) {
+	if a.jwt == nil {
+		return ProtectedResource{}, "", false
+	}
+	u, err := url.Parse(a.jwt.cfg.Audience)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return ProtectedResource{}, "", false
+	}
+	servers := a.jwt.cfg.AuthorizationServers
+	if len(servers) == 0 {
+		servers = []string{a.jwt.cfg.Issuer}
+	}
+	meta := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: resourceMetadataPath + strings.TrimSuffix(u.Path, "/")}).String()
+	return ProtectedResource{Resource: a.jwt.cfg.Audience, AuthorizationServers: servers,
+		ScopesSupported: []string{ScopeCall, ScopeSessions, ScopeAdmin}, BearerMethodsSupported: []string{"header"}, ResourceName: "agenthost"}, meta, true
+}
+
+// challenge is the WWW-Authenticate of a 401 for err (RFC 6750 §3, the
+// MCP authorization spec): the resource metadata's URL when the server
+// takes JWTs, and the reason a token was refused (none when none was
+// sent).
+func (a *Authenticator) challenge(err error) string {
+	return a.bearer(func(add func(k, v string)) {
+		if !errors.Is(err, errNoToken) {
+			add("error", "invalid_token")
+			add("error_description", err.Error())
+		}
+	})
+}
+
+// scopeChallenge is the WWW-Authenticate of a 403 for a token without
+// scope (RFC 6750 §3.1 insufficient_scope).
+func (a *Authenticator) scopeChallenge(scope string) string {
+	return a.bearer(func(add func(k, v string)) {
+		add("error", "insufficient_scope")
+		add("scope", scope)
+		add("error_description", "the token lacks the scope "+scope)
+	})
+}
+
+// bearer builds a Bearer challenge: realm, resource_metadata when there
+// is one, and the parameters params adds.
+func (a *Authenticator) bearer(params func(add func(k, v string))) string {
+	var b strings.Builder
+	b.WriteString(`Bearer realm="agenthost"`)
+	add := func(k, v string) {
+		// A quoted-string holds no quote or backslash unescaped, and a
+		// header no control character.
+		v = strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f {
+				return ' '
+			}
+			return r
+		}, v)
+		v = strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v)
+		fmt.Fprintf(&b, `, %s="%s"`, k, v)
+	}
+	if _, meta, ok := a.resource(); ok {
+		add("resource_metadata", meta)
+	}
+	params(add)
+	return b.String()
+}
+
+// wellKnown serves the protected resource metadata (RFC 9728) at the
+// well-known path, alone or followed by the resource's path.
+func (s *Server) wellKnown(w http.ResponseWriter, r *http.Request, _ *call) {
+	meta, at, ok := s.o.Auth.resource()
+	if !ok {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "this server takes no OAuth tokens (no jwt with a URL audience in its auth file)")
+		return
+	}
+	u, _ := url.Parse(at)
+	if r.URL.Path != resourceMetadataPath && r.URL.Path != u.Path {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "the protected resource's metadata is at "+at)
+		return
+	}
+	writeJSON(w, http.StatusOK, meta)
 }
 
 func validID(s string) bool {

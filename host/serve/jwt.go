@@ -22,9 +22,16 @@ import (
 type JWTConfig struct {
 	// JWKS is the URL of the key set (https, or http on loopback).
 	JWKS string `json:"jwks"`
-	// Issuer and Audience must match the token's iss and aud.
+	// Issuer and Audience must match the token's iss and aud. As an
+	// OAuth 2.1 protected resource (the MCP authorization spec), the
+	// audience is this server's URL as clients reach its MCP endpoint
+	// (https://host/mcp): /.well-known/oauth-protected-resource then
+	// names it, with the issuer as its authorization server.
 	Issuer   string `json:"issuer"`
 	Audience string `json:"audience"`
+	// AuthorizationServers are the issuers the protected-resource
+	// metadata names (default: the issuer).
+	AuthorizationServers []string `json:"authorizationServers,omitempty"`
 	// TenantClaim names the claim holding the tenant (default "tenant");
 	// scopes come from "scope" (space-separated) or "scopes" (an array).
 	TenantClaim string `json:"tenantClaim,omitempty"`
@@ -142,6 +149,18 @@ func (v *jwtVerifier) verify(ctx context.Context, raw string) (Principal, error)
 		return Principal{}, errors.New("jwt: bad signature")
 	}
 	if err := std.ValidateWithLeeway(jwt.Expected{Issuer: v.cfg.Issuer, AnyAudience: jwt.Audience{v.cfg.Audience}, Time: v.now()}, time.Minute); err != nil {
+		// The reason goes back to the client (WWW-Authenticate): said
+		// plainly, with what was expected.
+		switch {
+		case errors.Is(err, jwt.ErrInvalidAudience):
+			return Principal{}, fmt.Errorf("jwt: the token is for the audience %q, not this server (%q)", strings.Join(std.Audience, " "), v.cfg.Audience)
+		case errors.Is(err, jwt.ErrInvalidIssuer):
+			return Principal{}, fmt.Errorf("jwt: the token's issuer %q is not %q", std.Issuer, v.cfg.Issuer)
+		case errors.Is(err, jwt.ErrExpired):
+			return Principal{}, errors.New("jwt: the token has expired")
+		case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
+			return Principal{}, errors.New("jwt: the token is not valid yet")
+		}
 		return Principal{}, fmt.Errorf("jwt: %w", err)
 	}
 	if std.Expiry == nil {

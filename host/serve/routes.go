@@ -15,6 +15,8 @@ func (s *Server) routes() []route {
 		{Method: "GET", Path: "/console/{file}", Summary: "the web console's files", handle: s.console},
 		{Method: "GET", Path: "/v1/audit", Summary: "the audit of the tenant's tools: requested against granted, denials, risk flags", Scope: ScopeCall, Response: audit.Report{}, handle: s.auditHandler},
 		{Method: "GET", Path: "/v1/profiles", Summary: "the tenant's agent profiles", Scope: ScopeSessions, Response: ProfileList{}, handle: s.listProfiles},
+		{Method: "GET", Path: "/.well-known/oauth-protected-resource", Summary: "OAuth 2.0 protected resource metadata (RFC 9728): the authorization servers whose JWTs this server takes", Response: ProtectedResource{}, handle: s.wellKnown},
+		{Method: "GET", Path: "/.well-known/oauth-protected-resource/{path...}", Summary: "the same, for the resource at that path (/mcp)", Response: ProtectedResource{}, handle: s.wellKnown},
 		{Method: "GET", Path: "/healthz", Summary: "liveness", Response: Health{}, handle: s.healthz},
 		{Method: "GET", Path: "/readyz", Summary: "readiness: 503 while draining or when the store does not answer", Response: Health{}, handle: s.readyz},
 		{Method: "GET", Path: "/metrics", Summary: "Prometheus metrics: the tenant's series (admin), everything (operator)", Scope: ScopeAdmin, handle: s.metricsHandler},

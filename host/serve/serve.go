@@ -216,14 +216,15 @@ func (s *Server) wrap(rt route) http.Handler {
 		if rt.Scope != "" {
 			p, err := s.o.Auth.principal(r)
 			if err != nil {
-				sw.Header().Set("WWW-Authenticate", `Bearer realm="agenthost"`)
-				writeError(sw, http.StatusUnauthorized, "UNAUTHORIZED", "a valid bearer token is required")
+				sw.Header().Set("WWW-Authenticate", s.o.Auth.challenge(err))
+				writeError(sw, http.StatusUnauthorized, "UNAUTHORIZED", "a valid bearer token is required: "+err.Error())
 				return
 			}
 			// The operator scope opens the admin routes (every tenant's
 			// metrics) and needs no tenant.
 			operator := rt.Scope == ScopeAdmin && p.may(ScopeOperator)
 			if !p.may(rt.Scope) && !operator {
+				sw.Header().Set("WWW-Authenticate", s.o.Auth.scopeChallenge(rt.Scope))
 				writeError(sw, http.StatusForbidden, "FORBIDDEN", "the token lacks the scope "+rt.Scope)
 				return
 			}
