@@ -239,7 +239,9 @@ func (x *exampleTester) build(ctx context.Context, t *manifest.Tool, f *manifest
 			return fmt.Errorf("workspace %s: %w", f.Workspace, err)
 		}
 		ws := filepath.Join(dir, "workspace")
-		if err := copyTree(src, ws, nil); err != nil {
+		// Copies, not links: a tool that rewrites a file must not reach
+		// the toolpack's own through a shared inode.
+		if err := copyTree(src, ws, false, nil); err != nil {
 			return fmt.Errorf("workspace %s: %w", f.Workspace, err)
 		}
 		// The workspace is a throwaway copy: the tool gets what it asks
@@ -483,7 +485,7 @@ func copyTool(t *manifest.Tool, dst string, hosts []string) error {
 		n := d.Name()
 		return !d.IsDir() && (strings.HasSuffix(n, manifestSuffix) || strings.HasSuffix(n, ".workflow.json"))
 	}
-	if err := copyTree(t.Dir, dst, skip); err != nil {
+	if err := copyTree(t.Dir, dst, true, skip); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dst, filepath.Base(t.Path)), out, 0o644)
@@ -493,9 +495,9 @@ func copyTool(t *manifest.Tool, dst string, hosts []string) error {
 const manifestSuffix = ".tool.json"
 
 // copyTree copies the folder src into dst (which must not exist): files
-// as hard links where it can, else copies; symbolic links are copied as
-// links. skip leaves an entry out.
-func copyTree(src, dst string, skip func(rel string, d fs.DirEntry) bool) error {
+// as copies, or with link as hard links where it can; symbolic links are
+// copied as links. skip leaves an entry out.
+func copyTree(src, dst string, link bool, skip func(rel string, d fs.DirEntry) bool) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -520,7 +522,7 @@ func copyTree(src, dst string, skip func(rel string, d fs.DirEntry) bool) error 
 		case !d.Type().IsRegular():
 			return nil
 		}
-		if os.Link(p, target) == nil {
+		if link && os.Link(p, target) == nil {
 			return nil
 		}
 		return copyFile(p, target)

@@ -193,24 +193,27 @@ func TestExampleFixtures(t *testing.T) {
 func TestWorkspaceFixtureIsACopy(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "agenthost-test-cache"))
 	dir := filepath.Join(t.TempDir(), "pack")
-	if err := os.MkdirAll(filepath.Join(dir, "testdata", "ws", "out"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeText(t, filepath.Join(dir, "testdata", "ws", "out", "old.md"), "the fixture's own text\n")
 	m := firstParty(t, dir, "fs", "fs-write.tool.json")
 	m["examples"] = decode(t, `[{"description":"d","input":{"path":"out/new.md","content":"hi"},"fixtures":{"workspace":"testdata/ws"},
 		"expectedOutput":{"path":"/workspace/out/new.md","bytesWritten":2,"size":2,"created":true}},
 		{"description":"again: a fresh copy","input":{"path":"out/new.md","content":"hi"},"fixtures":{"workspace":"testdata/ws"},
-		"expectedOutput":{"path":"/workspace/out/new.md","bytesWritten":2,"size":2,"created":true}}]`)
+		"expectedOutput":{"path":"/workspace/out/new.md","bytesWritten":2,"size":2,"created":true}},
+		{"description":"overwrite a fixture file","input":{"path":"out/old.md","content":"replaced"},"fixtures":{"workspace":"testdata/ws"},
+		"expectedOutput":{"path":"/workspace/out/old.md","bytesWritten":8,"size":8,"created":false}}]`)
 	writeJSON(t, filepath.Join(dir, "write.tool.json"), m)
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"test", dir}, strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s%s", code, stdout.String(), stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "2 passed, 0 failed, 0 skipped") {
+	if !strings.Contains(stdout.String(), "3 passed, 0 failed, 0 skipped") {
 		t.Errorf("stdout %q", stdout.String())
 	}
-	if entries, _ := os.ReadDir(filepath.Join(dir, "testdata", "ws", "out")); len(entries) != 0 {
+	if entries, _ := os.ReadDir(filepath.Join(dir, "testdata", "ws", "out")); len(entries) != 1 {
 		t.Errorf("the fixture folder changed: %v", entries)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "testdata", "ws", "out", "old.md")); string(b) != "the fixture's own text\n" {
+		t.Errorf("the fixture's file was rewritten: %q", b)
 	}
 }
 
