@@ -46,7 +46,7 @@ func runBuild(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		if t.Handler.Type != manifest.HandlerWasm {
-			fmt.Fprintf(log, "agenthost: %s: a %s tool, nothing to build\n", t.ToolID, t.Handler.Type)
+			fmt.Fprintf(log, "agenthost: %s: handler %s, nothing to build\n", t.ToolID, t.Handler.Type)
 			continue
 		}
 		lang, src, err := toolchain.Detect(dir)
