@@ -142,6 +142,14 @@ func TestExampleFixtures(t *testing.T) {
 					"examples":[{"description":"d","input":{}}]}`)
 			},
 			path: []string{}, outcome: outcomeSkip, reason: []string{"a python script needs python3 on PATH"}},
+		{name: "a tool needing credentials is skipped without an issuer",
+			setup: func(t *testing.T, dir string) {
+				writeText(t, filepath.Join(dir, "up.py"), "print('{}')\n")
+				writeText(t, filepath.Join(dir, "up.tool.json"), `{"toolId":"demo:cred","displayName":"Cred","description":"d","version":"1.0.0",
+					"handler":{"type":"external-script","scriptPath":"up.py","language":"python"},
+					"securityContext":{"credentials":["crm"]},"examples":[{"description":"d","input":{}}]}`)
+			},
+			outcome: outcomeSkip, reason: []string{"demo:cred needs the credentials crm"}},
 		{name: "a Go function of a host application is skipped",
 			setup: func(t *testing.T, dir string) {
 				writeText(t, filepath.Join(dir, "svc.tool.json"), `{"toolId":"app:lookup","displayName":"Lookup","description":"d","version":"1.0.0",
