@@ -111,7 +111,7 @@ func TestServeUsage(t *testing.T) {
 func serveBanner(t *testing.T, sc *bufio.Scanner) (base, token string) {
 	t.Helper()
 	addr := regexp.MustCompile(`serving on (http://\S+)`)
-	tok := regexp.MustCompile(`token \(shown once\): (\S+)`)
+	tok := regexp.MustCompile(`shown once\): http://\S+/#token=(\S+)`)
 	for (base == "" || token == "") && sc.Scan() {
 		if m := addr.FindStringSubmatch(sc.Text()); m != nil {
 			base = m[1]
