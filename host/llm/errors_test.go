@@ -98,7 +98,7 @@ func TestRetryWaits(t *testing.T) {
 	}{
 		{"Retry-After seconds", "anthropic", map[string]string{"Retry-After": "1"}, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of requests has exceeded your rate limit"}}`},
 		{"retry-after-ms", "openai", map[string]string{"retry-after-ms": "20"}, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`},
-		{"Retry-After date", "openai", map[string]string{"Retry-After": time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat)}, `{"error":{"message":"Rate limit reached"}}`},
+		{"Retry-After date", "openai", map[string]string{"Retry-After": "DATE"}, `{"error":{"message":"Rate limit reached"}}`},
 		{"RetryInfo retryDelay", "gemini", nil, `{"error":{"code":429,"message":"You exceeded your current quota","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"0.02s"}]}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,6 +106,12 @@ func TestRetryWaits(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if n.Add(1) == 1 {
 					for k, v := range tc.header {
+						if v == "DATE" {
+							// Two seconds ahead when sent (the format
+							// has whole seconds): a date already past
+							// would fall back to the hour of back-off.
+							v = time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat)
+						}
 						w.Header().Set(k, v)
 					}
 					w.WriteHeader(http.StatusTooManyRequests)
