@@ -433,6 +433,14 @@ func (sp *slotPool) taken(s *slot) *slot {
 	return s
 }
 
+// youngCalls is how many calls a pool serves before an instance given
+// back while only new ones are ready goes to the pool's goroutine like
+// any other: holding it for the next call makes that call restore it,
+// which a new host's first calls gain by (they would otherwise often
+// take a new instance) and later calls one after another would pay for
+// at every call.
+const youngCalls = 8
+
 // usedWait bounds takeUsed's wait for the instance the pool's goroutine
 // is restoring (a restore takes tens of microseconds): longer, and the
 // wait would cost more than a new instance's first call.
@@ -615,11 +623,13 @@ func (sp *slotPool) giveBack(s *slot, reuse bool) {
 	if !reuse || closed {
 		sp.live--
 	}
-	if ready := len(sp.ready); reuse && !closed && (ready >= 2 || ready > 0 && sp.fresh >= ready) {
+	young := sp.hits.Load()+sp.misses.Load() <= youngCalls
+	if ready := len(sp.ready); reuse && !closed && (ready >= 2 || young && ready > 0 && sp.fresh >= ready) {
 		// Others are ready: restore this one later, without waking
-		// the pool's goroutine for it now. Also when only new
-		// instances are ready: the next call takes this one and
-		// restores it (takeUsed).
+		// the pool's goroutine for it now. Also, in a young pool,
+		// when only new instances are ready: the next call takes
+		// this one and restores it (takeUsed), rather than racing
+		// the pool's goroutine for it.
 		sp.held = append(sp.held, s)
 		sp.mu.Unlock()
 		return
