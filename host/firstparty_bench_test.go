@@ -293,6 +293,7 @@ func BenchmarkEarlyCalls(b *testing.B) {
 		return time.Since(t0)
 	}
 	var first, early, steady, ratio []float64
+	byCall := make([][]float64, 4) // calls 2–5, each over the hosts
 	for b.Loop() {
 		h, err := host.New(ctx, host.Options{Dirs: []string{dir}, CacheDir: cacheDir})
 		if err != nil {
@@ -300,8 +301,10 @@ func BenchmarkEarlyCalls(b *testing.B) {
 		}
 		first = append(first, float64(timed(h).Microseconds())/1000)
 		var e []float64
-		for range 4 {
-			e = append(e, float64(timed(h).Nanoseconds())/1000)
+		for i := range 4 {
+			d := float64(timed(h).Nanoseconds()) / 1000
+			e = append(e, d)
+			byCall[i] = append(byCall[i], d)
 		}
 		for range 300 {
 			timed(h)
@@ -318,6 +321,7 @@ func BenchmarkEarlyCalls(b *testing.B) {
 	b.ReportMetric(median(early), "calls2-5-µs")
 	b.ReportMetric(median(steady), "steady-µs")
 	b.ReportMetric(median(ratio), "early/steady")
+	b.Logf("calls 2–5, each the median over %d hosts: %.0f, %.0f, %.0f, %.0f µs", len(first), median(byCall[0]), median(byCall[1]), median(byCall[2]), median(byCall[3]))
 }
 
 // BenchmarkMixedLoad calls the first-party calls round-robin on one host
@@ -346,7 +350,7 @@ func BenchmarkMixedLoad(b *testing.B) {
 		}
 	}
 	var worst, med []float64
-	perCall := make([][]float64, n)
+	perCall, aloneUs, mixedUs := make([][]float64, n), make([][]float64, n), make([][]float64, n)
 	for b.Loop() {
 		alone := make([]float64, n)
 		for i := range n {
@@ -364,9 +368,11 @@ func BenchmarkMixedLoad(b *testing.B) {
 		}
 		var r []float64
 		for i := range n {
-			q := median(mixed[i]) / alone[i]
+			m := median(mixed[i])
+			q := m / alone[i]
 			r = append(r, q)
 			perCall[i] = append(perCall[i], q)
+			aloneUs[i], mixedUs[i] = append(aloneUs[i], alone[i]), append(mixedUs[i], m)
 		}
 		worst = append(worst, slices.Max(r))
 		med = append(med, median(r))
@@ -374,7 +380,7 @@ func BenchmarkMixedLoad(b *testing.B) {
 	b.ReportMetric(median(worst), "worst-ratio")
 	b.ReportMetric(median(med), "median-ratio")
 	for i, c := range firstPartyCalls {
-		b.Logf("%-18s round-robin / alone %.2f", callName(c.tool, c.args), median(perCall[i]))
+		b.Logf("%-18s round-robin / alone %.2f (%.0f / %.0f µs)", callName(c.tool, c.args), median(perCall[i]), median(mixedUs[i]), median(aloneUs[i]))
 	}
 }
 
