@@ -233,7 +233,7 @@ type ProtectedResource struct {
 }
 
 // resource returns the protected resource metadata, and the URL it is
-// served at for the resource (RFC 9728 §3.1: the well-known path, then
+// served at for the resource (RFC 9728 section 3.1: the well-known path, then
 // the resource's path); false when the server takes no JWTs or its
 // audience is not a URL.
 func (a *Authenticator) resource() (ProtectedResource, string, bool) {
@@ -253,7 +253,7 @@ func (a *Authenticator) resource() (ProtectedResource, string, bool) {
 		ScopesSupported: []string{ScopeCall, ScopeSessions, ScopeAdmin}, BearerMethodsSupported: []string{"header"}, ResourceName: "agenthost"}, meta, true
 }
 
-// challenge is the WWW-Authenticate of a 401 for err (RFC 6750 §3, the
+// challenge is the WWW-Authenticate of a 401 for err (RFC 6750 section 3, the
 // MCP authorization spec): the resource metadata's URL when the server
 // takes JWTs, and the reason a token was refused (none when none was
 // sent).
@@ -267,7 +267,7 @@ func (a *Authenticator) challenge(err error) string {
 }
 
 // scopeChallenge is the WWW-Authenticate of a 403 for a token without
-// scope (RFC 6750 §3.1 insufficient_scope).
+// scope (RFC 6750 section 3.1, insufficient_scope).
 func (a *Authenticator) scopeChallenge(scope string) string {
 	return a.bearer(func(add func(k, v string)) {
 		add("error", "insufficient_scope")
