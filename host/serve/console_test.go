@@ -143,6 +143,19 @@ func newConsoleFixture(t testing.TB) *consoleFixture {
 		}
 		profiles[id] = p
 	}
+	// The example profile of the first-run walk-through, with its
+	// transcript.
+	b, err := os.ReadFile("../../examples/agent/text-analyst.profile.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if profiles["text-analyst"], err = profile.Parse(b); err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("../../examples/agent/text-analyst.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tenants := map[string]*serve.Tenant{}
 	var hosts []*host.Host
 	for _, name := range []string{"acme", "beta"} {
@@ -152,7 +165,11 @@ func newConsoleFixture(t testing.TB) *consoleFixture {
 		}
 		hosts = append(hosts, h)
 		tenants[name] = &serve.Tenant{Name: name, Host: h, Profiles: profiles, Provider: func(pr *profile.Profile) (llm.Provider, string, error) {
-			r, err := llm.ParseReplay([]byte(consoleTranscripts[pr.ID]))
+			text := consoleTranscripts[pr.ID]
+			if pr.ID == "text-analyst" {
+				text = string(example)
+			}
+			r, err := llm.ParseReplay([]byte(text))
 			if err != nil {
 				return nil, "", err
 			}
@@ -294,8 +311,64 @@ func TestConsoleBrowser(t *testing.T) {
 		`/v1/tools/data:csv-to-json/call {"csv":"fruit,price\napple,1.5"}`,
 		`/v1/tools/text:regex/call {"pattern":"o+","text":"foo boo","mode":"match","caseInsensitive":false,"limit":2}`,
 		`/v1/tools/text:stats/call {"text":"a b"}`,
+		`/v1/tools/text:regex/call {"pattern":"(","text":"x"}`,
 	}
 	if strings.Join(calls, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the server received:\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestDocsAGUIClient runs the AG-UI client of docs/SERVE.md as written
+// (the official @ag-ui/client, from testdata/agui) against the server
+// with the example profile, twice on one thread: the answer streams to
+// stdout, and the second run continues the thread.
+func TestDocsAGUIClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat("testdata/agui/node_modules/@ag-ui/client")
+	if err != nil || modErr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("node or @ag-ui/client missing (.ci/run runs npm ci in host/serve/testdata/agui): %v %v", err, modErr)
+		}
+		t.Skip("node or @ag-ui/client is not installed (npm ci in host/serve/testdata/agui)")
+	}
+	doc, err := os.ReadFile("../../docs/SERVE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "### An AG-UI client")
+	_, rest, ok2 := strings.Cut(rest, "```js\n")
+	snippet, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/SERVE.md has no AG-UI client snippet under \"### An AG-UI client\"")
+	}
+	f := newConsoleFixture(t)
+	for i, want := range []string{"[workflow__fingerprint]", "[workflow__fingerprint]"} {
+		cmd := exec.Command(node, "--input-type=module", "-e", snippet)
+		cmd.Dir = "testdata/agui"
+		cmd.Env = append(os.Environ(), "AGENTHOST_URL="+f.url, "AGENTHOST_TOKEN=acme-token", "THREAD_ID=docs-thread")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("run %d: %v\n%s", i+1, err, out)
+		}
+		for _, w := range []string{want, "[result] ", "The text has 8 words on 2 lines", "thread docs-thread:"} {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("run %d: the output lacks %q:\n%s", i+1, w, out)
+			}
+		}
+	}
+	var p struct {
+		Messages []serve.SessionMessage `json:"messages"`
+	}
+	if code := f.get(t, "/v1/sessions/docs-thread/messages", "acme-token", &p); code != 200 {
+		t.Fatalf("the snippet's thread: %d", code)
+	}
+	var runs []string
+	for _, m := range p.Messages {
+		if m.Role == "user" {
+			runs = append(runs, m.Run)
+		}
+	}
+	if strings.Join(runs, ",") != "answered,answered" {
+		t.Errorf("the thread's runs: %v, want two answered", runs)
 	}
 }

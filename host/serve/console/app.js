@@ -75,8 +75,7 @@ async function heartbeat() {
   try {
     const r = await fetch("/readyz");
     const h = await r.json();
-    const s = $("status");
-    if (!s.dataset.busy) status(`${r.ok ? "ready" : "not ready (" + (h.status || r.status) + ")"} · checked ${new Date().toLocaleTimeString()}${state.tools.length ? " · " + state.tools.length + " tools" : ""}`, !r.ok);
+    status(`${r.ok ? "ready" : "not ready (" + (h.status || r.status) + ")"} · checked ${new Date().toLocaleTimeString()}${state.tools.length ? " · " + state.tools.length + " tools" : ""}`, !r.ok);
   } catch { status(`the server does not answer · since ${new Date().toLocaleTimeString()}`, true); }
 }
 
@@ -176,6 +175,7 @@ function tryIt(t) {
       }
       out.replaceChildren(renderEnvelope(body));
     } catch (e) { out.replaceChildren(el("p", { class: "fail" }, e.message)); }
+    out.scrollIntoView({ block: "nearest" });
   };
   form.onsubmit = (ev) => { ev.preventDefault(); submit(false); };
   job.onclick = () => submit(true);
@@ -259,12 +259,21 @@ function renderEnvelope(env) {
   return box;
 }
 // renderValue picks a view from a value's shape: rows of objects as a
-// table, a flat object as key-value pairs, text as code, else a tree.
+// table, an object as its plain fields (key-value) then its lists of
+// rows (tables) then the rest (a tree), text as code or a diff.
+const isRows = (x) => Array.isArray(x) && x.length > 0 && x.every((r) => r && typeof r === "object" && !Array.isArray(r));
 function renderValue(v) {
-  if (Array.isArray(v) && v.length && v.every((r) => r && typeof r === "object" && !Array.isArray(r))) return renderUI({ kind: "table", rows: v });
+  if (isRows(v)) return renderUI({ kind: "table", rows: v });
   if (v && typeof v === "object" && !Array.isArray(v)) {
-    for (const k of ["rows", "items", "records"]) if (Array.isArray(v[k]) && v[k].length && v[k].every((r) => r && typeof r === "object" && !Array.isArray(r))) return el("div", {}, renderUI({ kind: "table", rows: v[k] }), jsonTree(v));
-    if (Object.values(v).every((x) => x === null || typeof x !== "object")) return renderUI({ kind: "key-value", items: v });
+    const entries = Object.entries(v);
+    const plain = entries.filter(([, x]) => x === null || typeof x !== "object");
+    const rows = entries.filter(([, x]) => isRows(x));
+    const rest = entries.filter(([, x]) => x !== null && typeof x === "object" && !isRows(x));
+    const box = el("div", { class: "shaped" });
+    if (plain.length) box.append(renderUI({ kind: "key-value", items: Object.fromEntries(plain) }));
+    for (const [k, x] of rows) box.append(el("h4", {}, k), renderUI({ kind: "table", rows: x }));
+    if (rest.length) box.append(jsonTree(Object.fromEntries(rest)));
+    return box;
   }
   if (typeof v === "string") return /^(--- |diff |@@ )/m.test(v) ? renderUI({ kind: "diff", text: v }) : renderUI({ kind: "code", text: v });
   return jsonTree(v);

@@ -45,6 +45,8 @@ try {
   check((await page.locator("#status").textContent()).includes("tools"), "no status line");
 
   step = "try-it: defaults untouched";
+  await page.fill("#tool-filter", "text:");
+  check(await page.locator('tr[data-tool="core:echo"]').isHidden(), "the filter does not narrow the list");
   await page.click('[data-try="text:regex"]');
   check(await page.locator("#arg-text").evaluate((e) => e.tagName === "TEXTAREA"), "a string is not multi-line");
   check((await page.getAttribute("#arg-limit", "placeholder")) === "default: 1000", "the default is not a placeholder");
@@ -60,7 +62,6 @@ try {
   await page.fill("#arg-limit", "");
   await page.fill("#arg-pattern", "o+");
   await page.fill("#arg-text", "foo boo");
-  await shot("console-tryit.png").catch(() => {});
   await page.click("#tryit-form button[type=submit]");
   await page.locator('#tryit-result [data-status="success"]').waitFor();
   const box = await page.locator("#tryit").boundingBox();
@@ -69,6 +70,7 @@ try {
   await shot("console-tryit.png");
 
   step = "try-it: csv-to-json keeps its header row";
+  await page.fill("#tool-filter", "");
   await page.click('[data-try="data:csv-to-json"]');
   await page.fill("#arg-csv", "fruit,price\napple,1.5");
   await page.click("#tryit-form button[type=submit]");
@@ -91,8 +93,15 @@ try {
   await page.click("#tryit-form [data-async]");
   await page.locator("#tryit-result code").waitFor();
   const jobID = await page.locator("#tryit-result code").textContent();
+  // A failing job, for the analytics.
+  await page.click('[data-try="text:regex"]');
+  await page.fill("#arg-pattern", "(");
+  await page.fill("#arg-text", "x");
+  await page.click("#tryit-form [data-async]");
+  await page.locator("#tryit-result code").waitFor();
   await page.click('nav a[data-view="jobs"]');
   await page.locator(`#job-table tr[data-job="${jobID}"][data-state]`).waitFor();
+  check((await page.locator("#job-table tr[data-job]").count()) === 2, "the jobs are not listed");
 
   step = "an agent run: streamed text and a table";
   await page.click('nav a[data-view="sessions"]');
@@ -214,6 +223,10 @@ try {
   await row.waitFor();
   check(Number(await row.locator("td").nth(1).textContent()) >= 2, "the fruit calls are not counted");
   check((await row.locator("td").nth(4).textContent()).endsWith(" ms"), "no p50");
+  const failed = page.locator('#analytics-table tr[data-tool="text:regex"]');
+  check((await failed.locator("td").nth(3).textContent()) === "TOOL_ERROR 1", "the failing job is not counted by its code");
+  await failed.locator("summary").click();
+  check((await failed.locator(".event.error").textContent()).includes("TOOL_ERROR"), "the last failure is not shown");
   await shot("console-analytics.png");
   await page.click('nav a[data-view="audit"]');
   await page.locator('#audit-body details[data-tool="fs:read"]').waitFor();
@@ -221,11 +234,13 @@ try {
   step = "800 pixels wide";
   await page.setViewportSize({ width: 800, height: 900 });
   await page.click('nav a[data-view="catalogue"]');
-  await page.click('[data-try="text:regex"]');
+  await page.fill("#tool-filter", "data:");
+  await page.click('[data-try="data:csv-to-json"]');
   check(await page.evaluate(() => document.documentElement.scrollWidth <= 800), "the page scrolls sideways at 800 pixels");
+  await page.locator("#arg-csv").focus();
+  await shot("console-narrow.png");
   await page.click('nav a[data-view="sessions"]');
   check(await page.evaluate(() => document.documentElement.scrollWidth <= 800), "the sessions scroll sideways at 800 pixels");
-  await shot("console-narrow.png");
 
   step = "a stale token";
   allow401 = true;
