@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/internal/unidiff"
 )
 
 func intp(n int) *int { return &n }
@@ -145,7 +146,7 @@ func TestDiffProperties(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, b := splitLines(from), splitLines(to)
+		a, b := unidiff.SplitLines(from), unidiff.SplitLines(to)
 		if want := len(a) + len(b) - 2*lcs(a, b); got.Added+got.Removed != want {
 			t.Fatalf("%q → %q: %d edits, minimal is %d", from, to, got.Added+got.Removed, want)
 		}
@@ -182,7 +183,7 @@ func apply(t *testing.T, from, diff string) string {
 	if diff == "" {
 		return from
 	}
-	src := splitLines(from)
+	src := unidiff.SplitLines(from)
 	lines := strings.SplitAfter(diff, "\n")
 	if !strings.HasPrefix(lines[0], "--- ") || !strings.HasPrefix(lines[1], "+++ ") {
 		t.Fatalf("no header: %q", diff)
