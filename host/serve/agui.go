@@ -404,8 +404,9 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 	tab, _ := wire.NewTable(names)
 	msgN := 0
 	// open is the text message being streamed ("" when none); parent the
-	// latest turn's message, which its tool calls belong to.
-	var open, parent string
+	// latest turn's message, which its tool calls belong to; pending a
+	// text turn not stored yet.
+	var open, parent, pending string
 	res, err := agent.Run(ctx, c.tenant.Host, task, agent.Options{
 		Provider: provider, Model: model, Mode: prof.Mode, SystemPrompt: prof.SystemPrompt, MaxIterations: prof.MaxIterations,
 		Tools: ids, History: hist,
@@ -431,6 +432,7 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 					send(AGUIEvent{Type: "TEXT_MESSAGE_CONTENT", MessageID: parent, Delta: ev.Text})
 					send(AGUIEvent{Type: "TEXT_MESSAGE_END", MessageID: parent})
 				}
+				pending = ""
 				if len(ev.Calls) > 0 {
 					// The turn and its calls (under the host's IDs) are
 					// history for the thread's next run.
@@ -438,8 +440,19 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 					if _, err := s.o.Store.AppendMessage(context.WithoutCancel(ctx), c.p.Tenant, ses.ID, store.Message{Role: "assistant", Content: ev.Text, Metadata: meta}); err != nil {
 						s.o.Logger.Error("storing a model turn", "error", err)
 					}
+				} else if strings.TrimSpace(ev.Text) != "" {
+					// A text turn is history too once calls follow it (an
+					// ACTION block); the last one is the answer, stored
+					// at the end.
+					pending = ev.Text
 				}
 			case "tool_start":
+				if pending != "" {
+					if _, err := s.o.Store.AppendMessage(context.WithoutCancel(ctx), c.p.Tenant, ses.ID, store.Message{Role: "assistant", Content: pending}); err != nil {
+						s.o.Logger.Error("storing a model turn", "error", err)
+					}
+					pending = ""
+				}
 				send(AGUIEvent{Type: "TOOL_CALL_START", ToolCallID: ev.CallID, ToolCallName: ev.Tool, ParentMsgID: parent})
 				if len(ev.Args) > 0 {
 					send(AGUIEvent{Type: "TOOL_CALL_ARGS", ToolCallID: ev.CallID, Delta: string(ev.Args)})

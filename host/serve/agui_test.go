@@ -344,3 +344,54 @@ func TestAGUIMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestActionHistory pins that an action-mode session's history holds the
+// model's ACTION turns and their results, not only the user's messages.
+func TestActionHistory(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(ctx, host.Options{Dirs: []string{hosttest.Toolpacks(t)}, CacheDir: hosttest.CacheDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := profile.Parse([]byte(`{"id":"actor","mode":"action","tool_ids_inventory":["text:*"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replays []*llm.Replay
+	tenant := &serve.Tenant{Name: "acme", Host: h, Profiles: map[string]*profile.Profile{"actor": prof},
+		Provider: func(*profile.Profile) (llm.Provider, string, error) {
+			p, err := llm.ParseReplay([]byte(`{"content":"Counting.\n<ACTION><text:stats><text>a b</text></text:stats></ACTION>"}` + "\n" + `{"content":"Two words."}`))
+			replays = append(replays, p)
+			return p, "replay", err
+		}}
+	auth := serve.NewAuthenticator([]serve.TokenEntry{{SHA256: hash("acme-token"), Tenant: "acme", Scopes: []string{"call", "sessions"}}})
+	api, err := serve.New(serve.Options{Tenants: map[string]*serve.Tenant{"acme": tenant}, Auth: auth, Store: st, MaxBody: 1 << 20, MaxConcurrent: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	defer func() { srv.Close(); api.Close(); st.Close(); h.Close(ctx) }()
+	for i, ask := range []string{"Count a b.", "Again."} {
+		events := aguiEvents(t, srv.URL+"/v1/agents/actor/runs", `{"threadId":"acting","messages":[{"id":"u","role":"user","content":"`+ask+`"}]}`)
+		if last := events[len(events)-1]; last.Type != "RUN_FINISHED" {
+			t.Fatalf("run %d: %+v", i+1, last)
+		}
+	}
+	var got []string
+	for _, m := range replays[1].Requests[0].Messages[1:] {
+		got = append(got, m.Role+": "+strings.SplitN(m.Content, "\n", 2)[0])
+	}
+	want := []string{"user: Count a b.", "assistant: Counting.", `user: (a tool result) {"characters":3`, "assistant: Two words.", "user: Again."}
+	if len(got) != len(want) {
+		t.Fatalf("sent %q", got)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Fatalf("sent %q, want %q", got, want)
+		}
+	}
+}
