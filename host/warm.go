@@ -21,8 +21,9 @@ type WarmOptions struct {
 	// tools of other kinds (whose preparation may start a process), are
 	// left out.
 	Tools []string
-	// Progress, when set, is called each time a tool is warm, with how
-	// many are and how many there are in all; calls do not overlap.
+	// Progress, when set, is called once at the start (0 warm) and each
+	// time a tool is warm, with how many are and how many there are in
+	// all; calls do not overlap.
 	Progress func(done, total int)
 }
 
@@ -66,6 +67,9 @@ func (h *Host) Warm(ctx context.Context, opts WarmOptions) WarmReport {
 	start := time.Now()
 	tools := h.warmTargets(opts.Tools)
 	rep := WarmReport{Tools: len(tools)}
+	if opts.Progress != nil {
+		opts.Progress(0, len(tools))
+	}
 	var mu sync.Mutex
 	done := 0
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))

@@ -64,10 +64,11 @@ func TestWarm(t *testing.T) {
 	}
 }
 
+// seq is 0, 1, …, n.
 func seq(n int) []int {
-	out := make([]int, n)
+	out := make([]int, n+1)
 	for i := range out {
-		out[i] = i + 1
+		out[i] = i
 	}
 	return out
 }
