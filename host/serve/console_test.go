@@ -110,7 +110,12 @@ func consoleTools() []host.Tool {
 		}
 		return map[string]any{"rows": rows}, nil
 	}, host.WithUI(map[string]string{"kind": "table", "rows": "/rows"}))
-	return append(tools, fruit, big)
+	// A call that runs until it is cancelled (a job to cancel).
+	wait := host.Func("app:wait", "Waits until cancelled.", func(ctx context.Context, _ none) (map[string]any, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	return append(tools, fruit, big, wait)
 }
 
 type consoleFixture struct {
@@ -312,6 +317,7 @@ func TestConsoleBrowser(t *testing.T) {
 		`/v1/tools/text:regex/call {"pattern":"o+","text":"foo boo","mode":"match","caseInsensitive":false,"limit":2}`,
 		`/v1/tools/text:stats/call {"text":"a b"}`,
 		`/v1/tools/text:regex/call {"pattern":"(","text":"x"}`,
+		`/v1/tools/app:wait/call {}`,
 	}
 	if strings.Join(calls, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the server received:\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))

@@ -608,19 +608,50 @@ function rememberJob(j) {
   sessionStorage.setItem("agenthost-jobs", JSON.stringify(state.jobs));
 }
 let jobTimer = 0;
+// listedJobs is the tenant's latest jobs, newest first, when the server
+// lists jobs (its OpenAPI document says so); else null, and the view
+// shows the jobs of this tab.
+async function listedJobs() {
+  if (state.jobListing === undefined) {
+    const doc = await getJSON("/openapi.json");
+    state.jobListing = !!doc.paths?.["/v1/jobs"]?.get;
+  }
+  if (!state.jobListing) return null;
+  const all = [];
+  let after = "";
+  // Oldest first, a page at a time: read up to 10 pages, keep the end.
+  for (let i = 0; i < 10; i++) {
+    const page = await getJSON("/v1/jobs" + (after ? "?after=" + encodeURIComponent(after) : ""));
+    all.push(...page.jobs);
+    if (!page.next) break;
+    after = page.next;
+  }
+  return all.slice(-100).reverse();
+}
 async function loadJobs() {
   clearTimeout(jobTimer);
   const body = document.querySelector("#job-table tbody");
+  let listed;
+  try { listed = await listedJobs(); } catch (e) { status(e.message, true); return; }
+  const jobs = listed ? [...listed] : [];
+  const known = new Set(jobs.map((j) => j.id));
+  for (const id of state.jobs) {
+    if (known.has(id)) continue;
+    try { jobs.push(await getJSON(`/v1/jobs/${encodeURIComponent(id)}`)); } catch (e) {
+      if (e instanceof StaleToken) return;
+      jobs.push({ id, missing: e.message });
+    }
+  }
+  if (listed) jobs.sort((a, b) => String(b.created || "").localeCompare(String(a.created || "")));
   const rows = [];
   let live = false;
-  for (const id of state.jobs) {
-    let j;
-    try { j = await getJSON(`/v1/jobs/${encodeURIComponent(id)}`); } catch (e) {
-      if (e instanceof StaleToken) return;
-      rows.push(el("tr", { "data-job": id }, el("td", {}, el("code", {}, id)), el("td", { colspan: 5, class: "muted" }, e.message)));
+  for (const j of jobs) {
+    const id = j.id;
+    if (j.missing) {
+      rows.push(el("tr", { "data-job": id }, el("td", {}, el("code", {}, id)), el("td", { colspan: 5, class: "muted" }, j.missing)));
       continue;
     }
-    const ended = ["done", "interrupted", "cancelled", "CANCELLED", "failed"].includes(j.status) || !!j.result;
+    const ended = ["done", "interrupted"].includes(j.status) || !!j.result;
     live = live || !ended;
     const cancel = el("button", { type: "button", "data-cancel": id, hidden: ended }, "Cancel");
     cancel.onclick = async () => {

@@ -103,6 +103,21 @@ try {
   await page.locator(`#job-table tr[data-job="${jobID}"][data-state]`).waitFor();
   check((await page.locator("#job-table tr[data-job]").count()) === 2, "the jobs are not listed");
 
+  step = "a job cancelled";
+  await page.click('nav a[data-view="catalogue"]');
+  await page.fill("#tool-filter", "app:wait");
+  await page.click('[data-try="app:wait"]');
+  await page.click("#tryit-form [data-async]");
+  await page.locator("#tryit-result code").waitFor();
+  const waitID = await page.locator("#tryit-result code").textContent();
+  await page.fill("#tool-filter", "");
+  await page.click('nav a[data-view="jobs"]');
+  const waiting = page.locator(`#job-table tr[data-job="${waitID}"]`);
+  await page.locator(`#job-table tr[data-job="${waitID}"][data-state="running"]`).waitFor();
+  await waiting.locator("[data-cancel]").click();
+  await page.locator(`#job-table tr[data-job="${waitID}"]:not([data-state="running"]) td:nth-child(5)`, { hasText: "CANCELLED" }).waitFor();
+  check(await waiting.locator("[data-cancel]").isHidden(), "an ended job still offers Cancel");
+
   step = "an agent run: streamed text and a table";
   await page.click('nav a[data-view="sessions"]');
   await page.click("#new-thread");
