@@ -3,8 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/registry"
 )
 
 func invokeCommand() command {
@@ -32,6 +37,11 @@ func runInvoke(ctx context.Context, e *env, args []string) error {
 	}
 	defer h.Close(ctx)
 	env := h.Call(ctx, args[0], json.RawMessage(raw))
+	if env.Error != nil && env.Error.Code == abi.CodeUnknownTool {
+		if msg := unpinnedMCP(h, args[0]); msg != "" {
+			env.Error = abi.Errorf(abi.CodeLoadError, "%s", msg)
+		}
+	}
 	if err := e.printJSON(env); err != nil {
 		return err
 	}
@@ -39,4 +49,23 @@ func runInvoke(ctx context.Context, e *env, args []string) error {
 		return exitError{1}
 	}
 	return nil
+}
+
+// unpinnedMCP says why a tool of an MCP server of the policy is not in
+// the catalogue, and how to pin it; "" when id names no such server.
+func unpinnedMCP(h interface {
+	MCPServers() []string
+	Failures() []registry.Failure
+}, id string) string {
+	rest, ok := strings.CutPrefix(id, manifest.NamespaceMCP+":")
+	server, _, _ := strings.Cut(rest, ".")
+	if !ok || !slices.Contains(h.MCPServers(), server) {
+		return ""
+	}
+	for _, f := range h.Failures() {
+		if f.ToolID == manifest.NamespaceMCP+":"+server {
+			return fmt.Sprintf("%s is not loaded: %s", id, f.Error())
+		}
+	}
+	return fmt.Sprintf("%s is not in the catalogue: the pins of the MCP server %s do not hold it; if the server serves it, review it (agenthost mcp-import diff %s) and pin it (agenthost mcp-import pin %s)", id, server, server, server)
 }

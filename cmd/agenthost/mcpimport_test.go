@@ -67,6 +67,10 @@ func TestMCPImport(t *testing.T) {
 	if fs := h.Failures(); len(fs) == 0 || !strings.Contains(fs[0].Error(), "mcp-import pin demo") {
 		t.Fatalf("failures %v", fs)
 	}
+	// invoke says what to do, not a bare UNKNOWN_TOOL.
+	if code, out := cli("--dir", t.TempDir(), "invoke", "mcp:demo.echo", `{"text":"x"}`); code != 1 || !strings.Contains(out, `"LOAD_ERROR"`) || !strings.Contains(out, "mcp-import pin demo") {
+		t.Fatalf("invoke before the pins: %d %s", code, out)
+	}
 	if code, out := cli("mcp-import", "pin"); code != 0 || !strings.Contains(out, "pinned 7 tools of demo") {
 		t.Fatalf("pin: %d %s", code, out)
 	}
@@ -77,6 +81,9 @@ func TestMCPImport(t *testing.T) {
 	env := h.Call(ctx, "mcp:demo.echo", json.RawMessage(`{"text":"hello"}`))
 	if env.Error != nil || string(env.Output) != `"hello"` {
 		t.Fatalf("echo: %+v %s", env.Error, env.Output)
+	}
+	if code, out := cli("--dir", t.TempDir(), "invoke", "mcp:demo.nosuch", `{}`); code != 1 || !strings.Contains(out, `"LOAD_ERROR"`) || !strings.Contains(out, "do not hold it") {
+		t.Fatalf("invoke of a tool not pinned: %d %s", code, out)
 	}
 	if env := h.Call(ctx, "mcp:demo.add", json.RawMessage(`{"a":1,"b":2}`)); env.Error != nil || string(env.Output) != `{"sum":3}` {
 		t.Fatalf("add: %+v %s", env.Error, env.Output)
