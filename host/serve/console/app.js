@@ -8,7 +8,7 @@ const state = { token: sessionStorage.getItem("agenthost-token") || "", tools: [
 
 // Bounds that keep a huge result or history from freezing the tab: what
 // lies beyond them is shown on request.
-const MAX_ROWS = 200, MAX_CHILDREN = 200, MAX_HIGHLIGHT = 64 << 10, MAX_LINES = 2000, PAGE = 100;
+const MAX_ROWS = 200, MAX_CHILDREN = 200, MAX_HIGHLIGHT = 32 << 10, MAX_LINES = 2000, PAGE = 100;
 
 function params() { return new URLSearchParams(location.hash.slice(1)); }
 function el(tag, attrs, ...kids) {
@@ -376,7 +376,9 @@ function diff(text) {
 
 // code: highlighted with a small tokenizer (strings, numbers, keywords,
 // comments) over the first MAX_HIGHLIGHT characters; the rest as text.
-const TOKENS = /("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`)|(\/\/[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\/)|\b(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\b|\b(function|return|if|else|for|while|const|let|var|def|class|import|from|package|func|type|struct|true|false|null|nil|None|True|False|select|from|where|and|or|not|in|new|async|await)\b/g;
+// Every token is bounded in length, so no input makes the scan
+// quadratic (an unclosed quote or comment is tried from each start).
+const TOKENS = /("(?:[^"\\\n]|\\.){0,1000}"|'(?:[^'\\\n]|\\.){0,1000}'|`(?:[^`\\]|\\.){0,1000}`)|(\/\/[^\n]*|#[^\n]*|\/\*[\s\S]{0,1000}?\*\/)|\b(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\b|\b(function|return|if|else|for|while|const|let|var|def|class|import|from|package|func|type|struct|true|false|null|nil|None|True|False|select|where|and|or|not|in|new|async|await)\b/g;
 function code(text, language) {
   const pre = el("pre", { class: "ui-code", "data-language": typeof language === "string" ? language : null });
   const head = text.slice(0, MAX_HIGHLIGHT);
@@ -572,7 +574,8 @@ async function run(profile, thread, message) {
 }
 
 // onEvent draws one AG-UI event; text deltas go into their message as
-// they arrive.
+// they arrive. texts holds the run's open messages by ID, and its calls'
+// tool names by "call:" and the call ID.
 function onEvent(stream, e, texts) {
   switch (e.type) {
     case "TEXT_MESSAGE_START": {
@@ -588,9 +591,12 @@ function onEvent(stream, e, texts) {
       d.append(e.delta || "");
       break;
     }
-    case "TOOL_CALL_START": stream.append(el("div", { class: "event", "data-event": e.type }, "calls ", el("code", {}, e.toolCallName || ""))); break;
+    case "TOOL_CALL_START":
+      texts.set("call:" + e.toolCallId, e.toolCallName || "");
+      stream.append(el("div", { class: "event", "data-event": e.type }, "calls ", el("code", {}, e.toolCallName || "")));
+      break;
     case "TOOL_CALL_RESULT": {
-      const box = toolResult("", e.content, e.ui_schema);
+      const box = toolResult(texts.get("call:" + e.toolCallId) || "", e.content, e.ui_schema);
       box.dataset.event = e.type;
       stream.append(box);
       break;
