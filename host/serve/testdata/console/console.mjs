@@ -43,6 +43,8 @@ try {
   check(!page.url().includes("token="), "the token stays in the address bar");
   check(await page.locator("#catalogue").isVisible(), "the catalogue is not the landing page");
   check((await page.locator("#status").textContent()).includes("tools"), "no status line");
+  // The status line is checked again and again, never left as it was.
+  await page.locator("#status", { hasText: "ready · checked" }).waitFor();
 
   step = "try-it: defaults untouched";
   await page.fill("#tool-filter", "text:");
@@ -213,24 +215,33 @@ try {
   await page.locator('#stream [data-event="RUN_FINISHED"]').waitFor();
   // Open every tree, so that lazily built nodes are built too.
   for (let i = 0; i < 4; i++) await page.evaluate(() => document.querySelectorAll("#stream details:not([open])").forEach((d) => { d.open = true; }));
-  await page.waitForTimeout(100);
-  const dom = await page.evaluate(() => ({
+  const hostileDOM = () => page.evaluate(() => ({
     ids: ["xss", "answerxss"].filter((id) => document.getElementById(id)),
     handlers: document.querySelectorAll("[onerror],[onload],[onclick]").length,
     scripts: document.scripts.length,
     frames: document.querySelectorAll("iframe,object,embed").length,
-    imgs: [...document.querySelectorAll("#stream img")].map((i) => i.getAttribute("src")),
+    imgs: [...document.querySelectorAll("#stream img, #history img")].map((i) => i.getAttribute("src")),
     xss: window.xss,
     csp: window.cspViolations,
-    kinds: [...document.querySelectorAll("#stream .ui[data-kind]")].map((e) => e.dataset.kind),
+    kinds: [...document.querySelectorAll("#stream .ui[data-kind], #history .ui[data-kind]")].map((e) => e.dataset.kind),
   }));
-  check(dom.ids.length === 0 && dom.handlers === 0 && dom.scripts === 1 && dom.frames === 0 && dom.xss === undefined, "hostile markup became elements: " + JSON.stringify(dom));
-  check(dom.imgs.length === 0, "a hostile image was loaded: " + dom.imgs);
-  check(dom.csp.length === 0, "the CSP had to block something: " + dom.csp);
-  for (const k of ["table", "key-value", "code", "text", "markdown", "image"]) check(dom.kinds.includes(k), "no " + k + " renderer was fed: " + dom.kinds);
-  for (const sel of ["#stream .ui .diff .add", "#stream .ui .ui-code .tok-str", "#stream .ui .ui-table", "#stream .ui .ui-kv", "#stream .ui .tree", "#stream .ui .ui-text"]) check(await page.locator(sel).count() > 0, "nothing drawn by " + sel);
-  const text = await page.locator("#stream").textContent();
-  check(text.includes('<img src=x onerror="window.xss=1" id=xss>'), "the payload is not shown as text");
+  const checkHostile = async (where) => {
+    const dom = await hostileDOM();
+    check(dom.ids.length === 0 && dom.handlers === 0 && dom.scripts === 1 && dom.frames === 0 && dom.xss === undefined, where + ": hostile markup became elements: " + JSON.stringify(dom));
+    check(dom.imgs.length === 0, where + ": a hostile image was loaded: " + dom.imgs);
+    check(dom.csp.length === 0, where + ": the CSP had to block something: " + dom.csp);
+    for (const k of ["table", "key-value", "code", "text", "markdown", "image"]) check(dom.kinds.includes(k), where + ": no " + k + " renderer was fed: " + dom.kinds);
+    for (const sel of [".ui .diff .add", ".ui .ui-code .tok-str", ".ui .ui-table", ".ui .ui-kv", ".ui .tree", ".ui .ui-text"]) check(await page.locator(sel).count() > 0, where + ": nothing drawn by " + sel);
+    const text = await page.locator("main").textContent();
+    check(text.includes('<img src=x onerror="window.xss=1" id=xss>'), where + ": the payload is not shown as text");
+  };
+  await checkHostile("live");
+  // The same results from history.
+  const hostileThread = await page.locator("#thread-id").textContent();
+  await page.click(`#session-list button[data-session="${hostileThread}"]`);
+  await page.locator("#history .ui-kv").waitFor();
+  for (let i = 0; i < 4; i++) await page.evaluate(() => document.querySelectorAll("#history details:not([open])").forEach((d) => { d.open = true; }));
+  await checkHostile("history");
 
   step = "analytics, audit";
   await page.click('nav a[data-view="analytics"]');
