@@ -27,9 +27,10 @@ import (
 const MinKeyBytes = 32
 
 // Headers of calls and results. Every one of them is covered by the
-// message's signature; none is believed without it.
+// message's signature; none is believed without it. A call's ID is its
+// stream message ID (Nats-Msg-Id), so that the server's duplicate window
+// applies to every copy of it.
 const (
-	headerCall      = "Agenthost-Call-Id"
 	headerTool      = "Agenthost-Tool"
 	headerTenant    = "Agenthost-Tenant"
 	headerIssued    = "Agenthost-Issued"   // unix ms
@@ -230,22 +231,18 @@ func (k *keys) sealCall(c *call, replyToken string) *nats.Msg {
 	deadline := strconv.FormatInt(c.deadline.UnixMilli(), 10)
 	sig := sigEncoding.EncodeToString(k.call.sum("call", c.id, c.tenant, c.tool, issued, deadline, digest(body)))
 	return &nats.Msg{Subject: callSubject + c.tenant, Data: body, Header: headers(
-		jetstream.MsgIDHeader, c.id, headerCall, c.id, headerTenant, c.tenant, headerTool, c.tool,
+		jetstream.MsgIDHeader, c.id, headerTenant, c.tenant, headerTool, c.tool,
 		headerIssued, issued, headerDeadline, deadline, headerSignature, sig)}
 }
 
 // openCall verifies a call message and opens its body: the call, or the
-// reason it is dropped. The tenant, tool and deadline are the signed
-// ones; the stream's message ID must be the call's, so that the server's
-// duplicate window applies to every copy.
+// reason it is dropped. The ID, tenant, tool and deadline are the signed
+// ones.
 func (k *keys) openCall(h nats.Header, body []byte, now time.Time) (*call, string) {
-	id, tenant, tool := h.Get(headerCall), h.Get(headerTenant), h.Get(headerTool)
+	id, tenant, tool := h.Get(jetstream.MsgIDHeader), h.Get(headerTenant), h.Get(headerTool)
 	issued, deadline := h.Get(headerIssued), h.Get(headerDeadline)
 	if r := verify(h.Get(headerSignature), k.call.sum("call", id, tenant, tool, issued, deadline, digest(body))); r != "" {
 		return nil, r
-	}
-	if h.Get(jetstream.MsgIDHeader) != id {
-		return nil, ReasonReplayed
 	}
 	is, err1 := strconv.ParseInt(issued, 10, 64)
 	dl, err2 := strconv.ParseInt(deadline, 10, 64)
@@ -269,7 +266,7 @@ func (k *keys) openCall(h nats.Header, body []byte, now time.Time) (*call, strin
 func (k *keys) sealResult(c *call, env []byte) *nats.Msg {
 	body := sealBody(c.aead, c.id, env)
 	sig := sigEncoding.EncodeToString(k.result.sum("result", c.id, c.tenant, c.tool, digest(body)))
-	return &nats.Msg{Subject: c.reply, Data: body, Header: headers(headerCall, c.id, headerSignature, sig)}
+	return &nats.Msg{Subject: c.reply, Data: body, Header: headers(headerSignature, sig)}
 }
 
 // openResult verifies a result for call c (its ID, tenant and tool are

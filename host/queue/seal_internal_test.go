@@ -17,8 +17,8 @@ func copyMsg(m *nats.Msg) *nats.Msg {
 }
 
 // TestSeal: a call opens with the key it was sealed with; with another
-// key, or altered (tenant, deadline, body, message ID), it does not; a
-// result opens only for its own call.
+// key, or altered (tenant, deadline, body, message ID), it does not; past
+// its deadline it is expired; a result opens only for its own call.
 func TestSeal(t *testing.T) {
 	k := newKeys([]byte("0123456789abcdef0123456789abcdef"))
 	other := newKeys([]byte("fedcba9876543210fedcba9876543210"))
@@ -46,7 +46,7 @@ func TestSeal(t *testing.T) {
 	}
 	mm := copyMsg(m)
 	mm.Header.Set("Nats-Msg-Id", newToken())
-	if _, reason := k.openCall(mm.Header, mm.Data, now); reason != ReasonReplayed {
+	if _, reason := k.openCall(mm.Header, mm.Data, now); reason != ReasonBadSignature {
 		t.Errorf("another message ID: %q", reason)
 	}
 	if _, reason := k.openCall(m.Header, m.Data, now.Add(61e9)); reason != ReasonExpired {
