@@ -4,17 +4,21 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/registry"
+	"github.com/agenthost/agenthost/host/runner/mcpclient"
 )
 
 func listCommand() command {
 	return command{
-		name: "list", usage: "list [--json] [--namespace NS] [--tag TAG]", summary: "list the tools: id, version, handler, tags; denied tools and load errors marked (exit 1 on a load error)",
+		name: "list", usage: "list [--json] [--check] [--namespace NS] [--tag TAG]", summary: "list the tools: id, version, handler, tags; denied tools, load errors and unpinned MCP servers marked, and with --check the MCP tools whose servers changed them (exit 1 on a load error or a change)",
 		flags: func(fs *flag.FlagSet, e *env) {
 			fs.BoolVar(&e.asJSON, "json", false, "print JSON")
+			fs.BoolVar(&listCheck, "check", false, "start the policy's MCP servers and compare their tools with the pins: changed, unpinned (new) and removed tools")
 			fs.StringVar(&e.namespace, "namespace", "", "only tools in this namespace")
 			fs.StringVar(&e.tag, "tag", "", "only tools with this tag")
 		},
@@ -28,7 +32,10 @@ type listedTool struct {
 	Handler     string   `json:"handler"`
 	DisplayName string   `json:"displayName"`
 	Tags        []string `json:"tags"`
-	// Status is "ok", "denied" (the policy denies the tool) or "load error".
+	// Status is "ok", "denied" (the policy denies the tool), "load
+	// error", "unpinned" (an MCP server's tool, or a whole server, not
+	// pinned), or with --check "changed" or "removed" (an MCP tool whose
+	// server now defines it differently, or no longer serves it).
 	Status string `json:"status"`
 	// Error is the load error, when Status is "load error".
 	Error string `json:"error,omitempty"`
@@ -64,17 +71,33 @@ func runList(ctx context.Context, e *env, args []string) error {
 		}
 		tools = append(tools, listedTool{ID: t.ToolID, Version: t.Version, Handler: handler, DisplayName: t.DisplayName, Tags: tags, Status: status})
 	}
+	servers := h.MCPServers()
 	for _, f := range h.Failures() {
 		if e.namespace != "" || e.tag != "" {
 			break
 		}
-		tools = append(tools, listedTool{ID: f.ToolID, Handler: "-", Tags: []string{}, Status: "load error", Error: f.Err.Error(), Path: f.Path})
+		status := "load error"
+		if server, ok := strings.CutPrefix(f.ToolID, manifest.NamespaceMCP+":"); ok && slices.Contains(servers, server) {
+			status = "unpinned" // the whole server: its failure says how to pin it
+		}
+		tools = append(tools, listedTool{ID: f.ToolID, Handler: "-", Tags: []string{}, Status: status, Error: f.Err.Error(), Path: f.Path})
+	}
+	changed := false
+	if listCheck && e.namespace == "" && e.tag == "" {
+		var err error
+		if tools, changed, err = checkMCP(ctx, h, tools); err != nil {
+			return err
+		}
+	}
+	result := failedLoads(h)
+	if changed {
+		result = exitError{1}
 	}
 	if e.asJSON {
 		if err := e.printJSON(tools); err != nil {
 			return err
 		}
-		return failedLoads(h)
+		return result
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tVERSION\tHANDLER\tTAGS\tSTATUS")
@@ -88,7 +111,53 @@ func runList(ctx context.Context, e *env, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return failedLoads(h)
+	return result
+}
+
+// listCheck is list's --check.
+var listCheck bool
+
+// checkMCP starts each MCP server of the policy and compares its tools
+// with the pins (as mcp-import diff does): a pinned tool defined
+// differently is "changed", one no longer served "removed", and a tool
+// served but not pinned is listed as "unpinned". It reports whether any
+// differed.
+func checkMCP(ctx context.Context, h interface {
+	MCPServers() []string
+	MCPLockPath() string
+	MCPDefinitions(context.Context, string) ([]mcpclient.Definition, error)
+}, tools []listedTool) ([]listedTool, bool, error) {
+	lock, err := mcpclient.ReadLock(h.MCPLockPath())
+	if err != nil {
+		return nil, false, err
+	}
+	row := map[string]int{}
+	for i, t := range tools {
+		row[t.ID] = i
+	}
+	changed := false
+	for _, server := range h.MCPServers() {
+		defs, err := h.MCPDefinitions(ctx, server)
+		if err != nil {
+			return nil, false, fmt.Errorf("--check: the MCP server %s: %w", server, err)
+		}
+		for _, c := range diffServer(server, lock.Servers[server], defs) {
+			changed = true
+			id := manifest.NamespaceMCP + ":" + server + "." + c.Tool
+			fields := make([]string, len(c.Fields))
+			for i, f := range c.Fields {
+				fields[i] = f.Field
+			}
+			why := fmt.Sprintf("%s since the pins (agenthost mcp-import diff %s)", strings.Join(fields, ", "), server)
+			status := map[string]string{"added": "unpinned", "removed": "removed", "changed": "changed"}[c.Change]
+			if i, ok := row[id]; ok {
+				tools[i].Status, tools[i].Error = status, c.Change+": "+why
+				continue
+			}
+			tools = append(tools, listedTool{ID: id, Handler: "mcp", Tags: []string{}, Status: status, Error: "not pinned: " + why})
+		}
+	}
+	return tools, changed, nil
 }
 
 // failedLoads is exit 1 when any manifest failed to load.

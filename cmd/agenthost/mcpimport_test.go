@@ -67,6 +67,27 @@ func TestMCPImport(t *testing.T) {
 	if fs := h.Failures(); len(fs) == 0 || !strings.Contains(fs[0].Error(), "mcp-import pin demo") {
 		t.Fatalf("failures %v", fs)
 	}
+	// list marks the unpinned server; list --check starts it and lists
+	// each tool it serves as unpinned.
+	listed := func(args ...string) (int, map[string]string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"--policy", pol, "--cache-dir", cache, "--dir", t.TempDir(), "list", "--json"}, args...), strings.NewReader(""), &out, &errb)
+		var rows []struct{ ID, Status string }
+		if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+			t.Fatalf("list %v: %v %s %s", args, err, out.String(), errb.String())
+		}
+		m := map[string]string{}
+		for _, r := range rows {
+			m[r.ID] = r.Status
+		}
+		return code, m
+	}
+	if code, rows := listed(); code != 1 || rows["mcp:demo"] != "unpinned" {
+		t.Fatalf("list before the pins: %d %v", code, rows)
+	}
+	if code, rows := listed("--check"); code != 1 || rows["mcp:demo.echo"] != "unpinned" || rows["mcp:demo.add"] != "unpinned" {
+		t.Fatalf("list --check before the pins: %d %v", code, rows)
+	}
 	// invoke says what to do, not a bare UNKNOWN_TOOL.
 	if code, out := cli("--dir", t.TempDir(), "invoke", "mcp:demo.echo", `{"text":"x"}`); code != 1 || !strings.Contains(out, `"LOAD_ERROR"`) || !strings.Contains(out, "mcp-import pin demo") {
 		t.Fatalf("invoke before the pins: %d %s", code, out)
@@ -140,6 +161,13 @@ func TestMCPImport(t *testing.T) {
 	}
 	if env := h.Call(ctx, "mcp:demo.add", json.RawMessage(`{"a":1,"b":1}`)); env.Error != nil {
 		t.Fatalf("an unchanged tool of the same server: %+v", env.Error)
+	}
+	// list marks the change only when it starts the server (--check).
+	if code, rows := listed(); code != 0 || rows["mcp:demo.echo"] != "ok" {
+		t.Fatalf("list after the rug-pull: %d %v", code, rows)
+	}
+	if code, rows := listed("--check"); code != 1 || rows["mcp:demo.echo"] != "changed" || rows["mcp:demo.add"] != "ok" {
+		t.Fatalf("list --check after the rug-pull: %d %v", code, rows)
 	}
 	// The reviewer sees the whole old and new text, never cut.
 	if code, out := cli("mcp-import", "diff"); code != 1 || !strings.Contains(out, "~ demo.echo: changed description\n") ||
