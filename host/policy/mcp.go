@@ -27,9 +27,25 @@ type MCPServer struct {
 	Cwd     string            `json:"cwd,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// HeadersFromEnv are headers for a remote server whose values are
+	// read from environment variables when the host connects (header →
+	// variable), so that a secret never sits in the policy file.
+	HeadersFromEnv map[string]string `json:"headersFromEnv,omitempty"`
+	// OAuth gets a remote server's bearer token by the OAuth 2.1 client
+	// credentials grant, from the authorization server its protected
+	// resource metadata names.
+	OAuth *MCPOAuth `json:"oauth,omitempty"`
 	// SecurityContext is what the server's process requests, under the
 	// policy's ceiling like a tool's.
 	SecurityContext *manifest.SecurityContext `json:"securityContext,omitempty"`
+}
+
+// MCPOAuth is a remote MCP server's OAuth 2.1 client: its client ID, the
+// environment variable holding its secret, and the scope to ask for.
+type MCPOAuth struct {
+	ClientID        string `json:"clientId"`
+	ClientSecretEnv string `json:"clientSecretEnv"`
+	Scope           string `json:"scope,omitempty"`
 }
 
 // Remote reports whether the server is reached over HTTP.
@@ -51,6 +67,14 @@ func (v *validator) mcpServers(p *Policy) {
 			if len(m.Args)+len(m.Env) > 0 || m.Cwd != "" {
 				v.add(ptr, "args, env and cwd apply to a command, not to a url")
 			}
+			for h, name := range m.HeadersFromEnv {
+				if !validEnvName(name) {
+					v.add(ptr+"/headersFromEnv/"+h, "%q is not an environment variable name", name)
+				}
+			}
+			if o := m.OAuth; o != nil && (o.ClientID == "" || !validEnvName(o.ClientSecretEnv)) {
+				v.add(ptr+"/oauth", "give clientId and clientSecretEnv (the environment variable holding the client secret)")
+			}
 			u, err := url.Parse(m.URL)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				v.add(ptr+"/url", "%q is not an http(s) URL", m.URL)
@@ -62,8 +86,8 @@ func (v *validator) mcpServers(p *Policy) {
 			}
 			continue
 		}
-		if len(m.Headers) > 0 {
-			v.add(ptr+"/headers", "headers apply to a url, not to a command")
+		if len(m.Headers)+len(m.HeadersFromEnv) > 0 || m.OAuth != nil {
+			v.add(ptr+"/headers", "headers, headersFromEnv and oauth apply to a url, not to a command")
 		}
 		for k := range m.Env {
 			if !validEnvName(k) {
