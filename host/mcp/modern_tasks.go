@@ -11,6 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/abi"
 )
 
 // The tasks extension of the 2026-07-28 revision (io.modelcontextprotocol/
@@ -22,7 +24,7 @@ import (
 // result inlined once it has ended), tasks/update is acknowledged (no
 // tool asks for input mid-call, so no input is ever outstanding) and
 // tasks/cancel stops the call. The tasks live in the server's task table
-// (tasks.go), so Drain, Wait, CancelTask, TaskDone and Options.Jobs cover
+// (tasks.go), so Drain, Wait, TaskDone and Options.Jobs cover
 // them as they cover the session revision's; they belong to no session
 // (a stateless client has none): the task ID, a random handle, is the
 // reference, as a job's ID is on serve's /v1/jobs.
@@ -180,17 +182,14 @@ func (s *Server) startModernTask(name, tool string, args json.RawMessage) (moder
 			Message: fmt.Sprintf("too many tasks: stateless clients hold %d (their limit is %d), the server %d (its limit is %d); tasks are kept until their ttl passes",
 				n, MaxSessionTasks, len(ts.order), MaxTasks)}
 	}
-	id := newTaskID()
-	if s.jobs != nil {
-		jid, err := s.jobs.CreateJob(context.Background(), tool, args)
-		if err != nil {
-			ts.mu.Unlock()
-			return modernTaskInfo{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task cannot be recorded: " + err.Error()}
-		}
-		id = jid
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &task{id: id, created: now, ttl: DefaultTaskTTL, cancel: cancel, done: make(chan struct{}),
+	id, stop, run, err := s.taskCall(ctx, cancel, tool, args, "mcp", func(ctx context.Context) abi.Envelope { return s.h.Call(ctx, tool, args) })
+	if err != nil {
+		ts.mu.Unlock()
+		cancel()
+		return modernTaskInfo{}, err
+	}
+	t := &task{id: id, created: now, ttl: DefaultTaskTTL, cancel: stop, done: make(chan struct{}),
 		status: TaskWorking, message: "the call is running", updated: now}
 	ts.byID[id] = t
 	ts.order = append(ts.order, t)
@@ -201,12 +200,7 @@ func (s *Server) startModernTask(name, tool string, args json.RawMessage) (moder
 	go func() {
 		defer ts.runs.Done()
 		defer cancel()
-		env := s.h.Call(ctx, tool, args)
-		if s.jobs != nil {
-			if err := s.jobs.FinishJob(context.WithoutCancel(ctx), id, env); err != nil {
-				s.log.Error("storing a task's result", "task", id, "error", err)
-			}
-		}
+		env := run(ctx)
 		res := resultOf(name, env)
 		res.Meta = maps.Clone(res.Meta)
 		if res.Meta == nil {

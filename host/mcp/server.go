@@ -38,6 +38,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/observation"
+	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/host/wire"
 )
 
@@ -51,10 +52,10 @@ type Options struct {
 	// MaxMessageBytes caps one HTTP request body (DefaultMaxMessageBytes
 	// when 0): a larger message is answered 413, never read whole.
 	MaxMessageBytes int64
-	// Jobs, when set, records every task as a job: the task's ID is the
-	// job's, and its envelope is stored when it ends (agenthost serve
-	// passes the tenant's store, so a task's result outlives the session
-	// and the process, at /v1/jobs/{id}).
+	// Jobs, when set, runs every task as a job of the tenant: the task's
+	// ID is the job's, the tenant's limits and budget hold, and the result
+	// outlives the session and the process (agenthost serve passes its
+	// job engine; the job is at /v1/jobs/{id}).
 	Jobs Jobs
 	// NoFastPath sends every tools/call through the SDK's dispatch and
 	// its middleware. By default the Streamable HTTP handler answers a
@@ -64,14 +65,16 @@ type Options struct {
 	NoFastPath bool
 }
 
-// Jobs records tasks as jobs (Options.Jobs). It must be safe for
-// concurrent use.
+// Jobs runs tasks as one tenant's jobs (Options.Jobs). It must be safe
+// for concurrent use.
 type Jobs interface {
-	// CreateJob records a running call of tool with its arguments and
-	// returns the job's ID.
-	CreateJob(ctx context.Context, tool string, args json.RawMessage) (string, error)
-	// FinishJob stores the envelope of the job's ended call.
-	FinishJob(ctx context.Context, id string, env abi.Envelope) error
+	// Start starts a job of tool with its arguments, tagged with origin,
+	// and returns its ID; an error is a refusal (the tenant's limits).
+	Start(ctx context.Context, tool string, args json.RawMessage, origin string) (string, error)
+	// Wait waits for the job's final answer.
+	Wait(ctx context.Context, id string) (store.Job, error)
+	// Cancel stops the job.
+	Cancel(ctx context.Context, id string) (store.Job, error)
 }
 
 // DefaultMaxMessageBytes is Options.MaxMessageBytes's default.

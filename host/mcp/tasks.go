@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/abi"
 )
 
 // Task-augmented tool calls (MCP tasks, protocol revision 2025-11-25).
@@ -289,19 +291,15 @@ func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCa
 			Message: fmt.Sprintf("too many tasks: this session holds %d (its limit is %d), the server %d (its limit is %d); tasks are kept until their ttl passes",
 				n, MaxSessionTasks, len(ts.order), MaxTasks)}
 	}
-	taskID := newTaskID()
-	if s.jobs != nil {
-		// Recorded first (a task is never one the store does not know);
-		// the table's lock keeps the limits exact meanwhile.
-		jid, err := s.jobs.CreateJob(ctx, id, p.Arguments)
-		if err != nil {
-			ts.mu.Unlock()
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task cannot be recorded: " + err.Error()}
-		}
-		taskID = jid
-	}
+	req := &sdk.CallToolRequest{Session: ss, Params: &sdk.CallToolParamsRaw{Meta: p.Meta, Name: p.Name, Arguments: p.Arguments}}
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	t := &task{id: taskID, session: ss, created: now, ttl: ttl, cancel: cancel, done: make(chan struct{}),
+	taskID, stop, run, err := s.taskCall(ctx, cancel, id, p.Arguments, "mcp:"+ss.ID(), func(ctx context.Context) abi.Envelope { return s.call(ctx, req, id) })
+	if err != nil {
+		ts.mu.Unlock()
+		cancel()
+		return nil, err
+	}
+	t := &task{id: taskID, session: ss, created: now, ttl: ttl, cancel: stop, done: make(chan struct{}),
 		status: TaskWorking, message: "the call is running", updated: now}
 	ts.byID[t.id] = t
 	ts.order = append(ts.order, t)
@@ -312,16 +310,10 @@ func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCa
 	ts.runs.Add(1)
 	ts.mu.Unlock()
 
-	req := &sdk.CallToolRequest{Session: ss, Params: &sdk.CallToolParamsRaw{Meta: p.Meta, Name: p.Name, Arguments: p.Arguments}}
 	go func() {
 		defer ts.runs.Done()
 		defer cancel()
-		env := s.call(cctx, req, id)
-		if s.jobs != nil {
-			if err := s.jobs.FinishJob(context.WithoutCancel(cctx), t.id, env); err != nil {
-				s.log.Error("storing a task's result", "task", t.id, "error", err)
-			}
-		}
+		env := run(cctx)
 		res := resultOf(p.Name, env)
 		res.Meta = maps.Clone(res.Meta)
 		if res.Meta == nil {
@@ -332,7 +324,9 @@ func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCa
 		t.result, t.updated = res, time.Now().UTC()
 		if t.status == TaskWorking {
 			t.status, t.message = TaskCompleted, "the call succeeded"
-			if res.IsError {
+			if env.Error != nil && env.Error.Code == abi.CodeCancelled {
+				t.status, t.message = TaskCancelled, "the call was cancelled"
+			} else if res.IsError {
 				t.status, t.message = TaskFailed, "the call failed"
 				if len(res.Content) > 0 {
 					if tc, ok := res.Content[0].(*sdk.TextContent); ok {
@@ -347,11 +341,10 @@ func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCa
 	return &createTaskResult{Task: info}, nil
 }
 
-// CancelTask cancels the running task id, whichever session made it, and
+// cancelByID cancels the running task id, whichever session made it, and
 // waits for its call to end (ctx bounds the wait); it reports whether
-// there was such a task. It is for an API that has authorised the caller
-// already, as agenthost serve's DELETE /v1/jobs/{id} has.
-func (s *Server) CancelTask(ctx context.Context, id string) bool {
+// there was such a task.
+func (s *Server) cancelByID(ctx context.Context, id string) bool {
 	ts := &s.tasks
 	ts.mu.Lock()
 	t, ok := ts.byID[id]
@@ -465,7 +458,7 @@ func (s *Server) cancelTask(ctx context.Context, ss *sdk.ServerSession, p *taskP
 	if err != nil {
 		return nil, err
 	}
-	if !s.CancelTask(ctx, t.id) {
+	if !s.cancelByID(ctx, t.id) {
 		s.tasks.mu.Lock()
 		defer s.tasks.mu.Unlock()
 		return nil, invalidParams("the task %q has ended (%s); it cannot be cancelled", t.id, t.status)
@@ -654,6 +647,42 @@ func (c taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		return nil, err
 	}
 	return taskCall(msg), nil
+}
+
+// taskCall prepares a task's call. With Options.Jobs it starts the call
+// as a job of the tenant (its limits and budget hold; the task's ID is
+// the job's) and run waits for the job's one final answer, while stop
+// cancels the job. Without, the call runs in process under a random ID:
+// run makes it, and stop is cancel. The caller holds tasks.mu.
+func (s *Server) taskCall(ctx context.Context, cancel context.CancelFunc, tool string, args json.RawMessage, origin string,
+	local func(context.Context) abi.Envelope) (id string, stop func(), run func(context.Context) abi.Envelope, err error) {
+	if s.jobs == nil {
+		return newTaskID(), cancel, local, nil
+	}
+	id, err = s.jobs.Start(ctx, tool, args, origin)
+	if err != nil {
+		return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task cannot be started: " + err.Error()}
+	}
+	stop = func() {
+		go func() {
+			if _, err := s.jobs.Cancel(context.Background(), id); err != nil {
+				s.log.Error("cancelling a task's job", "task", id, "error", err)
+			}
+		}()
+	}
+	run = func(ctx context.Context) abi.Envelope {
+		j, err := s.jobs.Wait(ctx, id)
+		switch {
+		case err != nil:
+			return abi.Failure(tool, abi.Errorf(abi.CodeInternal, "the task's job cannot be read: %s", err.Error()))
+		case j.Result != nil:
+			return *j.Result
+		case j.Error != nil:
+			return abi.Failure(tool, abi.Errorf(abi.CodeInternal, "%s: %s", j.Error.Code, j.Error.Message).WithDetails(map[string]any{"job": j.Error.Code}))
+		}
+		return abi.Failure(tool, abi.Errorf(abi.CodeInternal, "the task's job ended without an answer"))
+	}
+	return id, stop, run, nil
 }
 
 // newTaskID is a random task ID.

@@ -3,14 +3,19 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"sync"
+	"strconv"
 
 	"github.com/agenthost/agenthost/abi"
-	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/jobs"
 	"github.com/agenthost/agenthost/host/store"
 )
+
+// The HTTP face of the job engine (host/jobs): asynchronous calls,
+// /v1/jobs, their events, and the limits' answers. The engine runs every
+// tenant's calls, synchronous or not, HTTP or MCP, under one limit.
 
 // JobRef is the answer of an asynchronous call (202).
 type JobRef struct {
@@ -19,185 +24,176 @@ type JobRef struct {
 	Tool   string `json:"tool"`
 }
 
-// jobs tracks the jobs this server runs: their cancel functions and the
-// channels closed when each ends.
-type jobs struct {
-	mu      sync.Mutex
-	cancels map[string]context.CancelFunc
-	done    map[string]chan struct{}
+// JobList is the answer of GET /v1/jobs.
+type JobList struct {
+	Jobs []store.Job `json:"jobs"`
+	// Next is the cursor of the next page ("" on the last).
+	Next string `json:"next,omitempty"`
 }
 
-func newJobs() *jobs {
-	return &jobs{cancels: map[string]context.CancelFunc{}, done: map[string]chan struct{}{}}
-}
-
-// tenantJobs records a tenant's MCP tasks as its jobs: a task's ID is its
-// job's, and its envelope is the job's result, as for ?async=true.
-type tenantJobs struct {
-	st     *store.Store
-	tenant string
-}
-
-// CreateJob records a running call.
-func (j tenantJobs) CreateJob(ctx context.Context, tool string, args json.RawMessage) (string, error) {
-	job, err := j.st.CreateJob(ctx, j.tenant, tool, args)
-	return job.ID, err
-}
-
-// FinishJob stores the call's envelope.
-func (j tenantJobs) FinishJob(ctx context.Context, id string, env abi.Envelope) error {
-	b, err := json.Marshal(env)
-	if err != nil {
-		return err
+// runTool is the engine's run function: a tenant's call on its host, or
+// through Remote.
+func (s *Server) runTool(ctx context.Context, tenant, tool string, args json.RawMessage) (abi.Envelope, error) {
+	t := s.o.Tenants[tenant]
+	if t == nil {
+		return abi.Envelope{}, fmt.Errorf("no tenant %q", tenant)
 	}
-	return j.st.FinishJob(ctx, j.tenant, id, b)
+	env, err := s.run(ctx, t, tenant, tool, args)
+	if err == nil {
+		s.metrics.call(&call{p: Principal{Tenant: tenant}, tenant: t}, env)
+	}
+	return env, err
 }
 
-// interruptedResult is the envelope of a job whose server stopped
-// during the call.
-func interruptedResult(tool string) json.RawMessage {
-	env := abi.Failure(tool, abi.Errorf(abi.CodeCancelled, "the server stopped during the call; it did not finish"))
-	b, _ := json.Marshal(env)
-	return b
-}
-
-// startJob records a job and runs the call in the background; its result
-// is stored when it ends, whatever happens to the client.
-func (s *Server) startJob(w http.ResponseWriter, r *http.Request, c *call, id string, args json.RawMessage) {
-	if s.draining.Load() {
+// jobFailed answers an error of the engine: 404 for a job the tenant
+// does not have (another tenant's included), 409 for an idempotency key
+// reused for another call, 429 with Retry-After past the tenant's
+// limits, 503 while draining or without a lease.
+func jobFailed(w http.ResponseWriter, err error) {
+	var lim *jobs.LimitError
+	var un *jobs.UnavailableError
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "no such job")
+	case errors.Is(err, jobs.ErrConflict):
+		writeError(w, http.StatusConflict, "CONFLICT", "the Idempotency-Key was used for another call (another tool or other arguments)")
+	case errors.As(err, &lim):
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(lim.RetryAfter.Seconds()))))
+		writeError(w, http.StatusTooManyRequests, "TOO_MANY_REQUESTS", lim.Error())
+	case errors.Is(err, jobs.ErrDraining):
 		writeError(w, http.StatusServiceUnavailable, "DRAINING", "the server is shutting down")
-		return
+	case errors.As(err, &un):
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", un.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "the request ended before a place was free")
+	default:
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENTS", err.Error())
 	}
+}
+
+// startJob starts the call as a job and answers 202 at once; a retry
+// with the same Idempotency-Key answers the same job.
+func (s *Server) startJob(w http.ResponseWriter, r *http.Request, c *call, id string, args json.RawMessage) {
 	t, err := c.tenant.Host.Tool(id)
 	if err != nil {
 		writeError(w, http.StatusNotFound, "UNKNOWN_TOOL", err.Error())
 		return
 	}
-	j, err := s.o.Store.CreateJob(r.Context(), c.p.Tenant, t.ToolID, args)
+	j, err := s.jobs.Start(r.Context(), c.p.Tenant, jobs.Request{Tool: t.ToolID, Args: args, Key: r.Header.Get("Idempotency-Key"), Origin: "http"})
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "STORE", err.Error())
+		jobFailed(w, err)
 		return
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	done := make(chan struct{})
-	s.jobs.mu.Lock()
-	s.jobs.cancels[j.ID], s.jobs.done[j.ID] = cancel, done
-	s.jobs.mu.Unlock()
-	s.runs.Add(1)
-	go func() {
-		defer s.runs.Done()
-		defer close(done)
-		defer cancel()
-		env, err := s.run(host.WithCallID(ctx, j.ID), c, id, args)
-		if err != nil {
-			env = abi.Failure(id, abi.Errorf(abi.CodeToolError, "the call could not be run: %s", err.Error()))
-		}
-		s.metrics.call(c, env)
-		b, _ := json.Marshal(env)
-		if err := s.o.Store.FinishJob(context.Background(), c.p.Tenant, j.ID, b); err != nil {
-			s.o.Logger.Error("storing a job result", "job", j.ID, "error", err)
-		}
-		s.jobs.mu.Lock()
-		delete(s.jobs.cancels, j.ID)
-		delete(s.jobs.done, j.ID)
-		s.jobs.mu.Unlock()
-	}()
 	w.Header().Set("Location", "/v1/jobs/"+j.ID)
 	writeJSON(w, http.StatusAccepted, JobRef{ID: j.ID, Status: j.Status, Tool: j.Tool})
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, c *call) {
-	j, err := s.o.Store.Job(r.Context(), c.p.Tenant, r.PathValue("id"))
+	j, err := s.jobs.Get(r.Context(), c.p.Tenant, r.PathValue("id"))
 	if err != nil {
-		s.jobError(w, err)
+		jobFailed(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, j)
 }
 
-func (s *Server) jobError(w http.ResponseWriter, err error) {
-	if err == store.ErrNotFound {
-		writeError(w, http.StatusNotFound, "NOT_FOUND", "no such job")
-		return
-	}
-	writeError(w, http.StatusInternalServerError, "STORE", err.Error())
-}
-
-// cancelJob cancels a running job (the guest is stopped; its result is
-// CANCELLED) and answers with the job once it has ended.
-func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request, c *call) {
-	id := r.PathValue("id")
-	if _, err := s.o.Store.Job(r.Context(), c.p.Tenant, id); err != nil {
-		s.jobError(w, err)
-		return
-	}
-	s.jobs.mu.Lock()
-	cancel, done := s.jobs.cancels[id], s.jobs.done[id]
-	s.jobs.mu.Unlock()
-	switch {
-	case cancel != nil:
-		cancel()
-		select {
-		case <-done:
-		case <-r.Context().Done():
+// listJobs pages through the tenant's jobs, oldest first (?after= the
+// last ID of the page before, ?limit=).
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c *call) {
+	limit := jobs.MaxListPage
+	if q := r.URL.Query().Get("limit"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 || n > jobs.MaxListPage {
+			writeError(w, http.StatusBadRequest, "INVALID_ARGUMENTS", fmt.Sprintf("limit must be a number from 1 to %d", jobs.MaxListPage))
 			return
 		}
-	case s.mcp[c.p.Tenant] != nil:
-		// A task of the tenant's MCP clients: stopped the same way.
-		s.mcp[c.p.Tenant].CancelTask(r.Context(), id)
+		limit = n
 	}
-	j, err := s.o.Store.Job(r.Context(), c.p.Tenant, id)
+	list, err := s.jobs.List(r.Context(), c.p.Tenant, jobs.ListOptions{After: r.URL.Query().Get("after"), Limit: limit})
 	if err != nil {
-		s.jobError(w, err)
+		jobFailed(w, err)
+		return
+	}
+	out := JobList{Jobs: list}
+	if len(list) == limit {
+		out.Next = list[len(list)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// cancelJob stops a running job (the guest is stopped; its result is
+// CANCELLED) and answers with the job once it has ended; an ended job is
+// answered as it is.
+func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request, c *call) {
+	j, err := s.jobs.Cancel(r.Context(), c.p.Tenant, r.PathValue("id"))
+	if err != nil {
+		jobFailed(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, j)
 }
 
-// jobDone returns a channel closed when the tenant's running job id ends,
-// or nil when this server runs no such job: an asynchronous call of the
-// HTTP API, or a task of the tenant's MCP clients.
-func (s *Server) jobDone(tenant, id string) <-chan struct{} {
-	s.jobs.mu.Lock()
-	done := s.jobs.done[id]
-	s.jobs.mu.Unlock()
-	if done == nil && s.mcp[tenant] != nil {
-		return s.mcp[tenant].TaskDone(id)
-	}
-	return done
-}
-
-// jobEvents streams a job as server-sent events: "status" now, then
-// "result" with the job when it has ended (at once if it had).
+// jobEvents streams a job as server-sent events: "status" at each
+// change, then "result" with the job once it has its final answer.
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, c *call) {
-	id := r.PathValue("id")
-	j, err := s.o.Store.Job(r.Context(), c.p.Tenant, id)
+	ev, err := s.jobs.Events(r.Context(), c.p.Tenant, r.PathValue("id"))
 	if err != nil {
-		s.jobError(w, err)
+		jobFailed(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	send := func(event string, v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-	}
-	send("status", JobRef{ID: j.ID, Status: j.Status, Tool: j.Tool})
-	if j.Status == store.JobRunning {
-		if done := s.jobDone(c.p.Tenant, id); done != nil {
-			select {
-			case <-done:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		if j, err = s.o.Store.Job(r.Context(), c.p.Tenant, id); err != nil {
+	for j := range ev {
+		if j.Ended() {
+			sendEvent(w, "result", j)
 			return
 		}
+		sendEvent(w, "status", JobRef{ID: j.ID, Status: j.Status, Tool: j.Tool})
 	}
-	send("result", j)
+}
+
+func sendEvent(w http.ResponseWriter, event string, v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// tenantJobs is one tenant's view of the engine, for its MCP server:
+// tasks are the tenant's jobs.
+type tenantJobs struct {
+	e      *jobs.Engine
+	tenant string
+}
+
+// Start starts a task's call as a job.
+func (j tenantJobs) Start(ctx context.Context, tool string, args json.RawMessage, origin string) (string, error) {
+	job, err := j.e.Start(ctx, j.tenant, jobs.Request{Tool: tool, Args: args, Origin: origin})
+	return job.ID, err
+}
+
+// Wait waits for the job's final answer.
+func (j tenantJobs) Wait(ctx context.Context, id string) (store.Job, error) {
+	ev, err := j.e.Events(ctx, j.tenant, id)
+	if err != nil {
+		return store.Job{}, err
+	}
+	var last store.Job
+	for last = range ev {
+	}
+	if !last.Ended() {
+		if err := ctx.Err(); err != nil {
+			return last, err
+		}
+		return last, errors.New("the job's events ended before its answer (the store did not answer)")
+	}
+	return last, nil
+}
+
+// Cancel cancels the job.
+func (j tenantJobs) Cancel(ctx context.Context, id string) (store.Job, error) {
+	return j.e.Cancel(ctx, j.tenant, id)
 }

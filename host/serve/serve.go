@@ -21,6 +21,8 @@ import (
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/budget"
+	"github.com/agenthost/agenthost/host/jobs"
 	"github.com/agenthost/agenthost/host/llm"
 	"github.com/agenthost/agenthost/host/mcp"
 	"github.com/agenthost/agenthost/host/profile"
@@ -52,9 +54,21 @@ type Options struct {
 	Logger  hclog.Logger
 	// MaxBody caps a request body (DefaultMaxBody when 0).
 	MaxBody int64
-	// MaxConcurrent caps a tenant's requests in progress; beyond it the
-	// answer is 429 (DefaultMaxConcurrent when 0).
+	// MaxConcurrent caps a tenant's requests in progress, and its tool
+	// calls running at once: synchronous calls, jobs and MCP tasks alike
+	// (DefaultMaxConcurrent when 0).
 	MaxConcurrent int
+	// MaxQueued caps a tenant's calls waiting for one of those places;
+	// beyond it the answer is 429 with Retry-After
+	// (jobs.DefaultMaxQueued when 0).
+	MaxQueued int
+	// Budget sizes the budget of each root call (calls in flight, calls
+	// in all, wall time) that nested workflows draw from.
+	Budget budget.Limits
+	// Instance names this server among those sharing the store (a random
+	// name when empty): a server restarted under the same name ends its
+	// own unfinished jobs at once, others' only when their lease expires.
+	Instance string
 	// HeaderTimeout bounds how long a client may take to send its request
 	// headers (slow-loris clients); DefaultHeaderTimeout when 0.
 	HeaderTimeout time.Duration
@@ -91,7 +105,7 @@ type Server struct {
 	mcp      map[string]*mcp.Server
 	slots    map[string]chan struct{}
 	runs     sync.WaitGroup
-	jobs     *jobs
+	jobs     *jobs.Engine
 }
 
 // New builds the server.
@@ -111,20 +125,20 @@ func New(o Options) (*Server, error) {
 	if o.HeaderTimeout <= 0 {
 		o.HeaderTimeout = DefaultHeaderTimeout
 	}
-	s := &Server{o: o, mux: http.NewServeMux(), metrics: newMetrics(o.Tenants, o.QueueDepth), mcp: map[string]*mcp.Server{}, slots: map[string]chan struct{}{}, jobs: newJobs()}
-	// Jobs left running by a previous process did not finish.
-	if n, err := o.Store.InterruptJobs(context.Background(), interruptedResult("")); err != nil {
+	s := &Server{o: o, mux: http.NewServeMux(), metrics: newMetrics(o.Tenants, o.QueueDepth), mcp: map[string]*mcp.Server{}, slots: map[string]chan struct{}{}}
+	e, err := jobs.New(context.Background(), jobs.Options{Store: o.Store, Run: s.runTool, Instance: o.Instance,
+		MaxConcurrent: o.MaxConcurrent, MaxQueued: o.MaxQueued, Budget: o.Budget, Logger: o.Logger.Named("jobs")})
+	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
-	} else if n > 0 {
-		o.Logger.Warn("jobs interrupted by the last stop", "jobs", n)
 	}
+	s.jobs = e
 	for _, c := range o.Collectors {
 		if err := s.metrics.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("serve: metrics: %w", err)
 		}
 	}
 	for name, t := range o.Tenants {
-		s.mcp[name] = mcp.New(t.Host, mcp.Options{Jobs: tenantJobs{o.Store, name}})
+		s.mcp[name] = mcp.New(t.Host, mcp.Options{Jobs: tenantJobs{e, name}})
 		s.slots[name] = make(chan struct{}, o.MaxConcurrent)
 		// No client should meet a cold tool: compile and pool every
 		// tool now, and again after each reload (/readyz says when).
@@ -147,6 +161,7 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // finish. Call it before http.Server.Shutdown.
 func (s *Server) Drain() {
 	s.draining.Store(true)
+	s.jobs.Drain()
 	for _, m := range s.mcp {
 		m.Drain()
 	}
@@ -162,6 +177,9 @@ func (s *Server) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if err := s.jobs.Wait(ctx); err != nil {
+		return err
+	}
 	for _, m := range s.mcp {
 		if err := m.Wait(ctx); err != nil {
 			return err
@@ -170,11 +188,14 @@ func (s *Server) Wait(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the MCP servers (the hosts and store are the caller's).
+// Close releases the MCP servers and stops the jobs still running
+// (interrupted: they may have run); the hosts and store are the
+// caller's.
 func (s *Server) Close() {
 	for _, m := range s.mcp {
 		m.Close()
 	}
+	s.jobs.Close()
 }
 
 // route is one endpoint; the OpenAPI document is generated from the same
@@ -338,10 +359,10 @@ func isJSON(ct string) bool {
 	return len(ct) >= 16 && ct[:16] == "application/json"
 }
 
-// call runs a tool call of a tenant: on its host, or through Remote.
-func (s *Server) run(ctx context.Context, c *call, id string, args json.RawMessage) (abi.Envelope, error) {
+// run runs a tool call of a tenant: on its host, or through Remote.
+func (s *Server) run(ctx context.Context, t *Tenant, tenant, id string, args json.RawMessage) (abi.Envelope, error) {
 	if s.o.Remote != nil {
-		return s.o.Remote(ctx, c.p.Tenant, id, args)
+		return s.o.Remote(ctx, tenant, id, args)
 	}
-	return c.tenant.Host.Call(ctx, id, args), nil
+	return t.Host.Call(ctx, id, args), nil
 }

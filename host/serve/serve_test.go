@@ -123,7 +123,7 @@ func newFixture(t testing.TB, dbPath string, tools ...host.Tool) *fixture {
 		{SHA256: hash("beta-admin-token"), Tenant: "beta", Scopes: []string{"admin"}},
 		{SHA256: hash("operator-token"), Scopes: []string{"operator"}},
 	})
-	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, MaxBody: 64 << 10, MaxConcurrent: fixtureMaxConcurrent})
+	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, MaxBody: 64 << 10, MaxConcurrent: fixtureMaxConcurrent, MaxQueued: fixtureMaxQueued})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,6 +406,10 @@ func TestAGUIClient(t *testing.T) {
 // fixtureMaxConcurrent is the per-tenant limit of fixtures (small, so
 // that TestConcurrencyLimit reaches it; benchmarks raise it).
 var fixtureMaxConcurrent = 2
+
+// fixtureMaxQueued is the per-tenant bound of calls waiting for a place
+// (0: the default).
+var fixtureMaxQueued = 0
 
 // TestConsole opens the web console in headless Chromium (driven over
 // the DevTools protocol with chromedp): the catalogue lists the tools

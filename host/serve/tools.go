@@ -1,12 +1,15 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/jobs"
 	"github.com/agenthost/agenthost/host/manifest"
 )
 
@@ -94,13 +97,17 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request, c *call) {
 		s.startJob(w, r, c, id, args)
 		return
 	}
-	env, err := s.run(r.Context(), c, id, args)
-	if err != nil {
+	env, err := s.jobs.Call(r.Context(), c.p.Tenant, id, args)
+	var lim *jobs.LimitError
+	switch {
+	case errors.As(err, &lim), errors.Is(err, context.Canceled):
+		jobFailed(w, err)
+		return
+	case err != nil:
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", err.Error())
 		return
 	}
-	s.metrics.call(c, env)
 	status := http.StatusOK
 	if env.Error != nil && env.Error.Code == abi.CodeUnknownTool {
 		status = http.StatusNotFound
@@ -142,6 +149,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	if err := s.o.Store.Ping(r.Context()); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, Health{Status: "store unavailable"})
+		return
+	}
+	if err := s.jobs.Ready(); err != nil {
+		// The leases of this server's jobs cannot be renewed: it starts
+		// none, lest another server take them for abandoned.
+		writeJSON(w, http.StatusServiceUnavailable, Health{Status: "jobs unavailable: " + err.Error()})
 		return
 	}
 	writeJSON(w, http.StatusOK, Health{Status: "ready", Warm: s.warmth()})

@@ -1,6 +1,7 @@
 // Package store keeps what `agenthost serve` must not lose: sessions and
 // their messages (the content as text; a tool message's structured
-// result in its metadata, under tool_agent_output). Every method takes
+// result in its metadata, under tool_agent_output), and jobs (calls that
+// outlive their request, jobs.go). Every method takes
 // the tenant, and every query is scoped by it: one tenant's IDs are
 // ErrNotFound to another. Session IDs are keyed by tenant, so two tenants
 // may hold the same ID, each its own session, and an ID tells nothing
@@ -119,6 +120,19 @@ var migrations = []string{
 		SELECT s.tenant, m.session, m.seq, m.role, m.content, m.metadata, m.created FROM messages_v2 m JOIN sessions_v2 s ON s.id = m.session;
 	DROP TABLE messages_v2;
 	DROP TABLE sessions_v2;`,
+	// Jobs owned by an instance under a renewed lease, with an
+	// idempotency key (NULL when none: NULLs never collide), the session
+	// or protocol that started them, a cancel asked of the instance that
+	// runs them, and an error of the job itself (an interrupted call).
+	`ALTER TABLE jobs ADD COLUMN instance TEXT NOT NULL DEFAULT '';
+	ALTER TABLE jobs ADD COLUMN lease BIGINT NOT NULL DEFAULT 0;
+	ALTER TABLE jobs ADD COLUMN idem_key TEXT;
+	ALTER TABLE jobs ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+	ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE jobs ADD COLUMN error TEXT;
+	CREATE UNIQUE INDEX jobs_tenant_key ON jobs(tenant, idem_key);
+	CREATE INDEX jobs_instance ON jobs(instance, status);
+	CREATE INDEX jobs_updated ON jobs(status, updated);`,
 }
 
 // Open opens the store: a PostgreSQL database for a postgres:// or
@@ -410,84 +424,4 @@ func (s *Store) ToolStats(ctx context.Context, tenant string) ([]ToolStat, error
 		out = append(out, st)
 	}
 	return out, rows.Err()
-}
-
-// Job statuses.
-const (
-	JobRunning = "running"
-	JobDone    = "done"
-)
-
-// Job is an asynchronous tool call: running, or done with the call's
-// envelope as its result.
-type Job struct {
-	ID      string          `json:"id"`
-	Tool    string          `json:"tool"`
-	Status  string          `json:"status"`
-	Input   json.RawMessage `json:"input"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Created time.Time       `json:"created"`
-	Updated time.Time       `json:"updated"`
-}
-
-// CreateJob records a running job of tenant.
-func (s *Store) CreateJob(ctx context.Context, tenant, tool string, input json.RawMessage) (Job, error) {
-	if len(input) > MaxContent {
-		return Job{}, fmt.Errorf("store: the input is %d bytes; the limit is %d", len(input), MaxContent)
-	}
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	j := Job{ID: newID(), Tool: tool, Status: JobRunning, Input: input, Created: now, Updated: now}
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO jobs (id, tenant, tool, status, input, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?)`),
-		j.ID, tenant, tool, j.Status, string(input), now.UnixMilli(), now.UnixMilli())
-	if err != nil {
-		return Job{}, fmt.Errorf("store: %w", err)
-	}
-	return j, nil
-}
-
-// FinishJob stores a job's result (the call's envelope as JSON).
-func (s *Store) FinishJob(ctx context.Context, tenant, id string, result json.RawMessage) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE jobs SET status = ?, result = ?, updated = ? WHERE id = ? AND tenant = ?`),
-		JobDone, string(result), time.Now().UTC().UnixMilli(), id, tenant)
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
-	}
-	return nil
-}
-
-// Job returns the tenant's job id, or ErrNotFound.
-func (s *Store) Job(ctx context.Context, tenant, id string) (Job, error) {
-	var j Job
-	var input string
-	var result sql.NullString
-	var created, updated int64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, tool, status, input, result, created, updated FROM jobs WHERE id = ? AND tenant = ?`), id, tenant).
-		Scan(&j.ID, &j.Tool, &j.Status, &input, &result, &created, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Job{}, ErrNotFound
-	}
-	if err != nil {
-		return Job{}, fmt.Errorf("store: %w", err)
-	}
-	j.Input = json.RawMessage(input)
-	if result.Valid {
-		j.Result = json.RawMessage(result.String)
-	}
-	j.Created, j.Updated = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
-	return j, nil
-}
-
-// InterruptJobs ends the jobs still marked running (their server stopped
-// during the call) with result, and returns how many it ended. A server
-// calls it at start, before it runs jobs of its own.
-func (s *Store) InterruptJobs(ctx context.Context, result json.RawMessage) (int64, error) {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE jobs SET status = ?, result = ?, updated = ? WHERE status = ?`),
-		JobDone, string(result), time.Now().UTC().UnixMilli(), JobRunning)
-	if err != nil {
-		return 0, fmt.Errorf("store: %w", err)
-	}
-	return res.RowsAffected()
 }

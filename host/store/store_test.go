@@ -11,7 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/store"
 )
 
@@ -132,7 +134,7 @@ func upgrade(t *testing.T, path string) {
 	if stats, err := s.ToolStats(ctx, "acme"); err != nil || len(stats) != 1 || stats[0].Tool != "core__echo" {
 		t.Errorf("stats after the upgrade: %+v %v", stats, err)
 	}
-	if j, err := s.Job(ctx, "acme", "j1"); err != nil || j.Status != store.JobDone {
+	if j, err := s.Job(ctx, "acme", "j1"); err != nil || j.Status != store.JobDone || j.Result == nil || j.Result.Status != abi.StatusSuccess {
 		t.Errorf("the job after the upgrade: %+v %v", j, err)
 	}
 }
@@ -195,20 +197,45 @@ func suite(t *testing.T, path string) {
 			t.Fatalf("message %d has seq %d", i, m.Seq)
 		}
 	}
-	job, err := s.CreateJob(ctx, "acme", "core:echo", json.RawMessage(`{"a":1}`))
-	if err != nil || job.Status != store.JobRunning {
+	lease := time.Now().Add(time.Hour)
+	job, created, err := s.CreateJob(ctx, "acme", store.NewJob{Tool: "core:echo", Input: json.RawMessage(`{"a": 1}`), Instance: "a", Lease: lease})
+	if err != nil || !created || job.Status != store.JobRunning || string(job.Input) != `{"a":1}` {
 		t.Fatalf("job %+v %v", job, err)
 	}
 	if _, err := s.Job(ctx, "other", job.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another tenant's job: %v", err)
 	}
-	if err := s.FinishJob(ctx, "other", job.ID, json.RawMessage(`{}`)); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.FinishJob(ctx, "other", job.ID, abi.Envelope{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another tenant finishes a job: %v", err)
 	}
-	running, _ := s.CreateJob(ctx, "acme", "core:echo", json.RawMessage(`{}`))
-	if err := s.FinishJob(ctx, "acme", job.ID, json.RawMessage(`{"status":"success"}`)); err != nil {
+	running, _, _ := s.CreateJob(ctx, "acme", store.NewJob{Tool: "core:echo", Instance: "a", Lease: lease})
+	// Another instance's job under a live lease, which no start ends.
+	live, _, _ := s.CreateJob(ctx, "acme", store.NewJob{Tool: "core:echo", Instance: "b", Lease: lease})
+	queued, _, _ := s.CreateJob(ctx, "acme", store.NewJob{Tool: "core:echo", Instance: "a", Lease: lease, Status: store.JobQueued})
+	success := abi.Envelope{ToolID: "core:echo", Status: abi.StatusSuccess, Output: json.RawMessage(`{"a":1}`)}
+	if j, ok, err := s.FinishJob(ctx, "acme", job.ID, success); err != nil || !ok || j.Status != store.JobDone || j.Result.Status != abi.StatusSuccess {
+		t.Fatalf("finish: %+v %v %v", j, ok, err)
+	}
+	// One final answer: a second finish changes nothing.
+	if j, ok, err := s.FinishJob(ctx, "acme", job.ID, abi.Failure("core:echo", abi.Errorf(abi.CodeCancelled, "late"))); err != nil || ok || j.Result.Status != abi.StatusSuccess {
+		t.Fatalf("a second finish: %+v %v %v", j, ok, err)
+	}
+	// Idempotency keys: the same call finds its job, another call is a
+	// conflict, and another tenant's key is its own.
+	keyed, created, err := s.CreateJob(ctx, "acme", store.NewJob{Tool: "core:echo", Input: json.RawMessage(`{"k":1}`), Key: "k1"})
+	if err != nil || !created {
 		t.Fatal(err)
 	}
+	if again, created, err := s.CreateJob(ctx, "acme", store.NewJob{Tool: "core:echo", Input: json.RawMessage(` {"k": 1} `), Key: "k1"}); err != nil || created || again.ID != keyed.ID {
+		t.Errorf("a retried start: %+v %v %v", again, created, err)
+	}
+	if _, _, err := s.CreateJob(ctx, "acme", store.NewJob{Tool: "core:echo", Input: json.RawMessage(`{"k":2}`), Key: "k1"}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("the key with other arguments: %v", err)
+	}
+	if _, created, err := s.CreateJob(ctx, "beta", store.NewJob{Tool: "core:echo", Input: json.RawMessage(`{"k":2}`), Key: "k1", Instance: "b", Lease: lease}); err != nil || !created {
+		t.Errorf("another tenant's key: %v %v", created, err)
+	}
+	s.FinishJob(ctx, "acme", keyed.ID, success)
 	stats, err := s.ToolStats(ctx, "acme")
 	if err != nil || len(stats) != 1 || stats[0].Tool != "core__echo" || stats[0].Status != "success" || stats[0].Calls != 1 {
 		t.Fatalf("stats %+v %v", stats, err)
@@ -228,15 +255,30 @@ func suite(t *testing.T, path string) {
 	if string(a) != string(b) || string(after[1].Metadata) != string(meta) {
 		t.Fatal("history differs after a restart")
 	}
-	// Jobs survive the restart; one left running is interrupted.
-	if j, err := s2.Job(ctx, "acme", job.ID); err != nil || j.Status != store.JobDone || string(j.Result) != `{"status":"success"}` {
+	// Jobs survive the restart. A start of instance a ends a's
+	// unfinished jobs (a running one may have run; a queued one did not)
+	// and leaves b's, whose lease holds.
+	if j, err := s2.Job(ctx, "acme", job.ID); err != nil || j.Status != store.JobDone || j.Result.Status != abi.StatusSuccess {
 		t.Fatalf("the finished job after a restart: %+v %v", j, err)
 	}
-	if n, err := s2.InterruptJobs(ctx, json.RawMessage(`{"status":"failure"}`)); err != nil || n != 1 {
+	if n, err := s2.InterruptJobs(ctx, "a", time.Now()); err != nil || n != 2 {
 		t.Fatalf("interrupted %d, %v", n, err)
 	}
-	if j, _ := s2.Job(ctx, "acme", running.ID); j.Status != store.JobDone || string(j.Result) != `{"status":"failure"}` {
+	if j, _ := s2.Job(ctx, "acme", running.ID); j.Status != store.JobInterrupted || j.Error == nil || j.Error.Code != store.CodeMayHaveRun || j.Result != nil {
 		t.Fatalf("the interrupted job: %+v", j)
+	}
+	if j, _ := s2.Job(ctx, "acme", queued.ID); j.Status != store.JobDone || j.Result.Error.Code != abi.CodeCancelled {
+		t.Fatalf("the queued job: %+v", j)
+	}
+	if j, _ := s2.Job(ctx, "acme", live.ID); j.Status != store.JobRunning {
+		t.Fatalf("another instance's job under its lease: %+v", j)
+	}
+	// Its lease expired: any instance ends it.
+	if n, err := s2.InterruptJobs(ctx, "", lease.Add(time.Second)); err != nil || n != 2 {
+		t.Fatalf("expired leases: %d %v", n, err)
+	}
+	if n, err := s2.DeleteJobs(ctx, time.Now().Add(time.Minute)); err != nil || n < 4 {
+		t.Fatalf("deleted %d ended jobs, %v", n, err)
 	}
 }
 
