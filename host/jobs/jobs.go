@@ -614,6 +614,25 @@ func (e *Engine) Events(ctx context.Context, tenant, id string) (<-chan store.Jo
 	return out, nil
 }
 
+// WaitJob waits for the tenant's job id to have its final answer (or for
+// ctx) and returns it.
+func (e *Engine) WaitJob(ctx context.Context, tenant, id string) (store.Job, error) {
+	ev, err := e.Events(ctx, tenant, id)
+	if err != nil {
+		return store.Job{}, err
+	}
+	var last store.Job
+	for last = range ev {
+	}
+	if last.Ended() {
+		return last, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return last, err
+	}
+	return last, errors.New("jobs: the job's events ended before its answer: the store did not answer")
+}
+
 // Drain makes the engine refuse new jobs while those running go on; Wait
 // then waits for them.
 func (e *Engine) Drain() {

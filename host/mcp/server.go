@@ -36,9 +36,9 @@ import (
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/jobs"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/observation"
-	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/host/wire"
 )
 
@@ -52,29 +52,18 @@ type Options struct {
 	// MaxMessageBytes caps one HTTP request body (DefaultMaxMessageBytes
 	// when 0): a larger message is answered 413, never read whole.
 	MaxMessageBytes int64
-	// Jobs, when set, runs every task as a job of the tenant: the task's
-	// ID is the job's, the tenant's limits and budget hold, and the result
+	// Jobs, when set, runs every task as a job of Tenant: the task's ID
+	// is the job's, the tenant's limits and budget hold, and the result
 	// outlives the session and the process (agenthost serve passes its
 	// job engine; the job is at /v1/jobs/{id}).
-	Jobs Jobs
+	Jobs   *jobs.Engine
+	Tenant string
 	// NoFastPath sends every tools/call through the SDK's dispatch and
 	// its middleware. By default the Streamable HTTP handler answers a
 	// plain tools/call on a session that was answered initialize itself, with the same
 	// result and without the SDK's dispatch, which costs more than a
 	// small tool's call.
 	NoFastPath bool
-}
-
-// Jobs runs tasks as one tenant's jobs (Options.Jobs). It must be safe
-// for concurrent use.
-type Jobs interface {
-	// Start starts a job of tool with its arguments, tagged with origin,
-	// and returns its ID; an error is a refusal (the tenant's limits).
-	Start(ctx context.Context, tool string, args json.RawMessage, origin string) (string, error)
-	// Wait waits for the job's final answer.
-	Wait(ctx context.Context, id string) (store.Job, error)
-	// Cancel stops the job.
-	Cancel(ctx context.Context, id string) (store.Job, error)
 }
 
 // DefaultMaxMessageBytes is Options.MaxMessageBytes's default.
@@ -101,7 +90,8 @@ type Server struct {
 	tasks   tasks
 	fast    fast
 	noFast  bool
-	jobs    Jobs
+	jobs    *jobs.Engine
+	tenant  string
 	maxBody int64
 
 	httpOnce sync.Once
@@ -128,7 +118,7 @@ func New(h *host.Host, opts Options) *Server {
 	s := &Server{h: h, log: log, listed: map[string]string{}, ids: map[string]string{}, maxBody: opts.MaxMessageBytes,
 		tasks:  tasks{byID: map[string]*task{}, open: map[*sdk.ServerSession]int{}},
 		fast:   fast{sessions: map[string]string{}, running: map[fastKey]context.CancelFunc{}},
-		noFast: opts.NoFastPath, jobs: opts.Jobs}
+		noFast: opts.NoFastPath, jobs: opts.Jobs, tenant: opts.Tenant}
 	impl := &sdk.Implementation{Name: opts.Name, Version: opts.Version}
 	s.info, _ = json.Marshal(impl)
 	s.srv = sdk.NewServer(impl, &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true},

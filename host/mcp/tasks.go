@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/jobs"
 )
 
 // Task-augmented tool calls (MCP tasks, protocol revision 2025-11-25).
@@ -659,19 +660,20 @@ func (s *Server) taskCall(ctx context.Context, cancel context.CancelFunc, tool s
 	if s.jobs == nil {
 		return newTaskID(), cancel, local, nil
 	}
-	id, err = s.jobs.Start(ctx, tool, args, origin)
+	j, err := s.jobs.Start(ctx, s.tenant, jobs.Request{Tool: tool, Args: args, Origin: origin})
 	if err != nil {
 		return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task cannot be started: " + err.Error()}
 	}
+	id = j.ID
 	stop = func() {
 		go func() {
-			if _, err := s.jobs.Cancel(context.Background(), id); err != nil {
+			if _, err := s.jobs.Cancel(context.Background(), s.tenant, id); err != nil {
 				s.log.Error("cancelling a task's job", "task", id, "error", err)
 			}
 		}()
 	}
 	run = func(ctx context.Context) abi.Envelope {
-		j, err := s.jobs.Wait(ctx, id)
+		j, err := s.jobs.WaitJob(ctx, s.tenant, id)
 		switch {
 		case err != nil:
 			return abi.Failure(tool, abi.Errorf(abi.CodeInternal, "the task's job cannot be read: %s", err.Error()))

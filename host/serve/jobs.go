@@ -161,39 +161,3 @@ func sendEvent(w http.ResponseWriter, event string, v any) {
 		f.Flush()
 	}
 }
-
-// tenantJobs is one tenant's view of the engine, for its MCP server:
-// tasks are the tenant's jobs.
-type tenantJobs struct {
-	e      *jobs.Engine
-	tenant string
-}
-
-// Start starts a task's call as a job.
-func (j tenantJobs) Start(ctx context.Context, tool string, args json.RawMessage, origin string) (string, error) {
-	job, err := j.e.Start(ctx, j.tenant, jobs.Request{Tool: tool, Args: args, Origin: origin})
-	return job.ID, err
-}
-
-// Wait waits for the job's final answer.
-func (j tenantJobs) Wait(ctx context.Context, id string) (store.Job, error) {
-	ev, err := j.e.Events(ctx, j.tenant, id)
-	if err != nil {
-		return store.Job{}, err
-	}
-	var last store.Job
-	for last = range ev {
-	}
-	if !last.Ended() {
-		if err := ctx.Err(); err != nil {
-			return last, err
-		}
-		return last, errors.New("the job's events ended before its answer (the store did not answer)")
-	}
-	return last, nil
-}
-
-// Cancel cancels the job.
-func (j tenantJobs) Cancel(ctx context.Context, id string) (store.Job, error) {
-	return j.e.Cancel(ctx, j.tenant, id)
-}

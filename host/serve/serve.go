@@ -138,7 +138,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	for name, t := range o.Tenants {
-		s.mcp[name] = mcp.New(t.Host, mcp.Options{Jobs: tenantJobs{e, name}})
+		s.mcp[name] = mcp.New(t.Host, mcp.Options{Jobs: e, Tenant: name})
 		s.slots[name] = make(chan struct{}, o.MaxConcurrent)
 		// No client should meet a cold tool: compile and pool every
 		// tool now, and again after each reload (/readyz says when).
