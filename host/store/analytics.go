@@ -27,6 +27,11 @@ const (
 	// SnippetBytes bounds a session's first message and a failure's
 	// observation in listings.
 	SnippetBytes = 300
+	// MaxPageBytes bounds the messages of a page (their content and
+	// metadata): a page of large tool results ends early, so that no
+	// answer holds hundreds of megabytes. A page holds at least one
+	// message.
+	MaxPageBytes = 8 << 20
 )
 
 // SessionSummary is a session as a listing shows it.
@@ -116,7 +121,8 @@ type MessagePage struct {
 }
 
 // MessagesPage returns up to limit of the tenant's session's messages
-// with a Seq below before (0: the latest), oldest first.
+// with a Seq below before (0: the latest), oldest first, and fewer when
+// they would hold more than MaxPageBytes.
 func (s *Store) MessagesPage(ctx context.Context, tenant, session string, before int64, limit int) (MessagePage, error) {
 	if limit <= 0 || limit > MaxPage {
 		limit = MaxPage
@@ -124,13 +130,41 @@ func (s *Store) MessagesPage(ctx context.Context, tenant, session string, before
 	if _, err := s.Session(ctx, tenant, session); err != nil {
 		return MessagePage{}, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, role, content, metadata, created FROM messages
+	// First the sizes, newest first, to find where the page starts;
+	// then the messages themselves.
+	sizes, err := s.db.QueryContext(ctx, s.q(`SELECT seq, LENGTH(content) + COALESCE(LENGTH(metadata), 0) FROM messages
 		WHERE tenant = ? AND session = ? AND (CAST(? AS BIGINT) = 0 OR seq < ?) ORDER BY seq DESC LIMIT ?`), tenant, session, before, before, limit+1)
 	if err != nil {
 		return MessagePage{}, fmt.Errorf("store: %w", err)
 	}
-	defer rows.Close()
 	out := MessagePage{Messages: []Message{}, Answered: map[int64]bool{}}
+	var from, total int64
+	n := 0
+	for sizes.Next() {
+		var seq, size int64
+		if err := sizes.Scan(&seq, &size); err != nil {
+			sizes.Close()
+			return MessagePage{}, fmt.Errorf("store: %w", err)
+		}
+		if n == limit || (n > 0 && total+size > MaxPageBytes) {
+			out.More = true
+			break
+		}
+		from, total, n = seq, total+size, n+1
+	}
+	sizes.Close()
+	if err := sizes.Err(); err != nil {
+		return MessagePage{}, fmt.Errorf("store: %w", err)
+	}
+	if n == 0 {
+		return out, nil
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, role, content, metadata, created FROM messages
+		WHERE tenant = ? AND session = ? AND seq >= ? AND (CAST(? AS BIGINT) = 0 OR seq < ?) ORDER BY seq`), tenant, session, from, before, before)
+	if err != nil {
+		return MessagePage{}, fmt.Errorf("store: %w", err)
+	}
+	defer rows.Close()
 	for rows.Next() {
 		var m Message
 		var meta sql.NullString
@@ -148,13 +182,6 @@ func (s *Store) MessagesPage(ctx context.Context, tenant, session string, before
 		return MessagePage{}, fmt.Errorf("store: %w", err)
 	}
 	rows.Close()
-	if len(out.Messages) > limit {
-		out.Messages, out.More = out.Messages[:limit], true
-	}
-	// Oldest first, as a conversation reads.
-	for i, j := 0, len(out.Messages)-1; i < j; i, j = i+1, j-1 {
-		out.Messages[i], out.Messages[j] = out.Messages[j], out.Messages[i]
-	}
 	// A run is answered when an answer follows its user message. The
 	// last run of the page may continue after it: look there too.
 	var run int64 = -1

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,17 @@ func listings(t *testing.T, path string) {
 	if page, _ = s.MessagesPage(ctx, "acme", "b", 0, 1); len(page.Messages) != 1 || page.Messages[0].Seq != 5 || page.Answered[5] || !page.More {
 		t.Errorf("the latest page: %+v", page)
 	}
+	// Large messages end a page early.
+	if _, err := s.CreateSessionID(ctx, "acme", "p", "large"); err != nil {
+		t.Fatal(err)
+	}
+	big, _ := json.Marshal(map[string]string{"blob": strings.Repeat("x", 3<<20)})
+	for i := 0; i < 3; i++ {
+		add("acme", "large", store.Message{Role: "tool", Content: "r", Metadata: big})
+	}
+	if page, err = s.MessagesPage(ctx, "acme", "large", 0, 10); err != nil || len(page.Messages) != 2 || page.Messages[0].Seq != 2 || !page.More {
+		t.Errorf("a page of large messages: %d messages, more=%v, %v", len(page.Messages), page.More, err)
+	}
 	if _, err := s.MessagesPage(ctx, "beta", "b", 0, 10); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another tenant's session: %v", err)
 	}
@@ -106,7 +118,9 @@ func listings(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Tools) != 2 || a.Window != 4 {
+	// 7: three calls of x:y, four untagged tool messages (sessions b
+	// and large).
+	if len(a.Tools) != 2 || a.Window != 7 {
 		t.Fatalf("analytics: %+v", a)
 	}
 	u := a.Tools[1] // "" (the untagged tool message of session b), then x:y
