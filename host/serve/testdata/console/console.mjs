@@ -146,6 +146,10 @@ try {
   const thread = await page.locator("#thread-id").textContent();
   check(/^console-[0-9a-f-]{36}$/.test(thread), "the thread ID is not shown: " + thread);
   check(await page.locator("#copy-thread").isVisible(), "no copy button");
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: BASE });
+  await page.click("#copy-thread");
+  await page.locator("#status", { hasText: "thread ID copied" }).waitFor();
+  check((await page.evaluate(() => navigator.clipboard.readText())) === thread, "Copy did not put the thread ID on the clipboard");
   await shot("console-run.png");
 
   step = "reload, continue the thread from the list";
