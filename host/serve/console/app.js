@@ -69,14 +69,22 @@ function show(view) {
   if (view === "audit") return loadAudit();
 }
 
-// Live status: readiness every few seconds, so the line never shows an
-// old state; a failed check says since when.
+// Live status: readiness every few seconds, in a line of its own, so it
+// never shows an old state nor hides a message; a server that stopped
+// answering is shown with the time of the first failed check.
 async function heartbeat() {
+  const live = $("live");
   try {
     const r = await fetch("/readyz");
     const h = await r.json();
-    status(`${r.ok ? "ready" : "not ready (" + (h.status || r.status) + ")"} · checked ${new Date().toLocaleTimeString()}${state.tools.length ? " · " + state.tools.length + " tools" : ""}`, !r.ok);
-  } catch { status(`the server does not answer · since ${new Date().toLocaleTimeString()}`, true); }
+    state.downSince = "";
+    live.textContent = `${r.ok ? "ready" : "not ready (" + (h.status || r.status) + ")"} · checked ${new Date().toLocaleTimeString()} ·`;
+    live.classList.toggle("bad", !r.ok);
+  } catch {
+    state.downSince = state.downSince || new Date().toLocaleTimeString();
+    live.textContent = `the server does not answer, since ${state.downSince} ·`;
+    live.classList.add("bad");
+  }
 }
 
 // Catalogue: each tool with what the policy granted, denied and flags.
@@ -768,6 +776,7 @@ window.addEventListener("hashchange", () => {
     p.delete("token");
     history.replaceState(null, "", location.pathname + location.search + (p.toString() ? "#" + p : ""));
   }
+  heartbeat();
   setInterval(heartbeat, 5000);
   if (!state.token) { status("Paste the token serve printed (or open the address it printed)."); $("token").focus(); form.dataset.ready = ""; return; }
   const view = p.get("view") || (p.get("run") ? "sessions" : "catalogue");

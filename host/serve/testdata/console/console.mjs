@@ -44,7 +44,8 @@ try {
   check(await page.locator("#catalogue").isVisible(), "the catalogue is not the landing page");
   check((await page.locator("#status").textContent()).includes("tools"), "no status line");
   // The status line is checked again and again, never left as it was.
-  await page.locator("#status", { hasText: "ready · checked" }).waitFor();
+  const checked = await page.locator("#live", { hasText: "ready · checked" }).textContent();
+  await page.waitForFunction((before) => document.getElementById("live").textContent !== before, checked, { timeout: 20000 });
 
   step = "try-it: defaults untouched";
   await page.fill("#tool-filter", "text:");
