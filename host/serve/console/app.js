@@ -250,7 +250,8 @@ function collect(form, props, required) {
   for (const input of form.querySelectorAll("[name]")) {
     const f = validateField(input, props[input.name] || {}, required.has(input.name), document.getElementById(input.id + "-msg"));
     if (!f) { bad = bad || input; continue; }
-    if (f.set) args[input.name] = f.value;
+    // defineProperty: a parameter named __proto__ is a key like any other.
+    if (f.set) Object.defineProperty(args, input.name, { value: f.value, enumerable: true, writable: true, configurable: true });
   }
   if (bad) { bad.focus(); return null; }
   return args;
