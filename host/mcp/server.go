@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,6 +65,12 @@ type Options struct {
 	// result and without the SDK's dispatch, which costs more than a
 	// small tool's call.
 	NoFastPath bool
+	// SessionIdle closes a Streamable HTTP session that sent no request
+	// for this long (DefaultSessionIdle when 0); MaxSessions caps the
+	// sessions open at once (DefaultMaxSessions when 0): an initialize
+	// beyond is answered 503 with Retry-After.
+	SessionIdle time.Duration
+	MaxSessions int
 }
 
 // DefaultMaxMessageBytes is Options.MaxMessageBytes's default.
@@ -80,24 +87,27 @@ const (
 // Server is a host's catalogue as an MCP server. It follows the catalogue
 // while it lives: Close stops that.
 type Server struct {
-	h       *host.Host
-	srv     *sdk.Server
-	log     hclog.Logger
-	unsub   func()
-	mu      sync.Mutex
-	listed  map[string]string // wire name -> "id@version@digest" served now
-	ids     map[string]string // wire name -> tool ID served now
-	tasks   tasks
-	fast    fast
-	noFast  bool
-	jobs    *jobs.Engine
-	tenant  string
-	maxBody int64
+	h        *host.Host
+	srv      *sdk.Server
+	log      hclog.Logger
+	unsub    func()
+	mu       sync.Mutex
+	listed   map[string]string // wire name -> "id@version@digest" served now
+	ids      map[string]string // wire name -> tool ID served now
+	tasks    tasks
+	fast     fast
+	noFast   bool
+	jobs     *jobs.Engine
+	tenant   string
+	sessions sessions
+	maxBody  int64
 
-	httpOnce sync.Once
-	http     http.Handler
+	httpOnce  sync.Once
+	closeOnce sync.Once
+	http      http.Handler
 
-	info json.RawMessage // the server's name and version, in 2026-07-28 results (modern.go)
+	info json.RawMessage   // the server's name and version, in 2026-07-28 results (modern.go)
+	apps map[string]string // ui:// URI -> the view served (apps.go); guarded by mu
 }
 
 // New builds the server for h and lists its tools.
@@ -115,10 +125,17 @@ func New(h *host.Host, opts Options) *Server {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
-	s := &Server{h: h, log: log, listed: map[string]string{}, ids: map[string]string{}, maxBody: opts.MaxMessageBytes,
+	if opts.SessionIdle <= 0 {
+		opts.SessionIdle = DefaultSessionIdle
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	s := &Server{h: h, log: log, listed: map[string]string{}, ids: map[string]string{}, apps: map[string]string{}, maxBody: opts.MaxMessageBytes,
 		tasks:  tasks{byID: map[string]*task{}, open: map[*sdk.ServerSession]int{}},
 		fast:   fast{sessions: map[string]string{}, running: map[fastKey]context.CancelFunc{}},
-		noFast: opts.NoFastPath, jobs: opts.Jobs, tenant: opts.Tenant}
+		noFast: opts.NoFastPath, jobs: opts.Jobs, tenant: opts.Tenant,
+		sessions: sessions{idle: opts.SessionIdle, max: opts.MaxSessions, seen: map[string]time.Time{}, stop: make(chan struct{})}}
 	impl := &sdk.Implementation{Name: opts.Name, Version: opts.Version}
 	s.info, _ = json.Marshal(impl)
 	s.srv = sdk.NewServer(impl, &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true},
@@ -144,6 +161,8 @@ func New(h *host.Host, opts Options) *Server {
 func (s *Server) Close() {
 	s.unsub()
 	s.tasks.close()
+	s.closeOnce.Do(func() { close(s.sessions.stop) })
+	s.sessions.done.Wait()
 }
 
 // SDK returns the underlying SDK server (to add prompts or resources).
@@ -184,7 +203,11 @@ func (nopCloser) Close() error { return nil }
 // Handler serves Streamable HTTP (mount it at /mcp). A request body over
 // Options.MaxMessageBytes is refused with 413.
 func (s *Server) Handler() http.Handler {
-	s.httpOnce.Do(func() { s.http = s.newHandler() })
+	s.httpOnce.Do(func() {
+		s.http = s.newHandler()
+		s.sessions.done.Add(1)
+		go s.sweepLoop()
+	})
 	return s.http
 }
 
@@ -200,6 +223,9 @@ func (s *Server) newHandler() http.Handler {
 		if r.ContentLength > s.maxBody {
 			http.Error(w, "the message is larger than the limit", http.StatusRequestEntityTooLarge)
 			return
+		}
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+			s.touch(id)
 		}
 		if r.Method == http.MethodPost {
 			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
@@ -221,6 +247,9 @@ func (s *Server) newHandler() http.Handler {
 					r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
 					stateless.ServeHTTP(w, r)
 				}
+				return
+			}
+			if !s.admitSession(w, r, b) {
 				return
 			}
 			if s.serveFast(w, r, b) {
@@ -281,6 +310,7 @@ func (s *Server) sync() {
 		s.listed[n] = t.ToolID + "@" + t.Version + "@" + t.Digest()
 		s.ids[n] = t.ToolID
 	}
+	s.syncApps(want)
 }
 
 // toolOf is the MCP definition of t.
@@ -294,6 +324,7 @@ func (s *Server) toolOf(name string, t *manifest.Tool) (*sdk.Tool, error) {
 	if d := t.Digest(); d != "" {
 		st.Meta[MetaDigest] = "sha256:" + d
 	}
+	appMeta(name, t, st.Meta)
 	if len(t.Output) > 0 {
 		var o map[string]any
 		if json.Unmarshal(t.Output, &o) == nil && o["type"] == "object" {
