@@ -38,11 +38,11 @@ import (
 
 // serveFlags are the flags of `serve`.
 type serveFlags struct {
-	addr, auth, data, store, credKey, otlp string
-	otlpSample                             float64
-	profiles                               multiFlag
-	noAuth                                 bool
-	nats                                   natsFlags
+	addr, auth, data, store, credKey, otlp, instance string
+	otlpSample                                       float64
+	profiles                                         multiFlag
+	noAuth                                           bool
+	nats                                             natsFlags
 }
 
 func serveCommand() command {
@@ -55,6 +55,7 @@ func serveCommand() command {
 			fs.StringVar(&s.auth, "auth", "", "tokens and tenants `FILE` (YAML or JSON); without it one tenant, loopback only, and a token printed once on stderr")
 			fs.StringVar(&s.data, "data", "", "the `DIR` of the SQLite history database (default <cache>/serve)")
 			fs.StringVar(&s.store, "store", "", "a PostgreSQL `URL` (postgres://…) for the history, shared by several serve instances (instead of --data)")
+			fs.StringVar(&s.instance, "instance", "", "this server's `NAME` among those sharing a --store (default: random); restarted under the same name, it ends its own unfinished jobs at once instead of when their leases expire")
 			fs.StringVar(&s.credKey, "credential-key", "", "an HMAC key `FILE` (32+ bytes, raw or hex): tools requesting credentials get a 5-minute token per call, scoped to the tenant and tool")
 			fs.StringVar(&s.otlp, "otlp", "", "export a trace span per tool call (execute_tool, generative-AI attributes) over OTLP/HTTP to `URL` (e.g. http://127.0.0.1:4318)")
 			fs.Float64Var(&s.otlpSample, "otlp-sample", 1, "the `RATIO` of calls traced with --otlp (0 < RATIO ≤ 1; a span follows its parent's decision)")
@@ -179,7 +180,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			return d.Depth(qctx)
 		}
 	}
-	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, Logger: e.log.Named("serve"), Remote: remote, QueueDepth: depth, Collectors: collectors})
+	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, Logger: e.log.Named("serve"), Remote: remote, QueueDepth: depth, Collectors: collectors, Instance: s.instance})
 	if err != nil {
 		return err
 	}
