@@ -115,7 +115,14 @@ func consoleTools() []host.Tool {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	return append(tools, fruit, big, wait)
+	// A parameter whose name is special to JavaScript objects.
+	type protoIn struct {
+		P string `json:"__proto__"`
+	}
+	proto := host.Func("app:proto", "Echoes its odd parameter.", func(_ context.Context, in protoIn) (map[string]any, error) {
+		return map[string]any{"got": in.P}, nil
+	})
+	return append(tools, fruit, big, wait, proto)
 }
 
 type consoleFixture struct {
@@ -318,6 +325,7 @@ func TestConsoleBrowser(t *testing.T) {
 		`/v1/tools/text:stats/call {"text":"a b"}`,
 		`/v1/tools/text:regex/call {"pattern":"(","text":"x"}`,
 		`/v1/tools/app:wait/call {}`,
+		`/v1/tools/app:proto/call {"__proto__":"x"}`,
 	}
 	if strings.Join(calls, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the server received:\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))

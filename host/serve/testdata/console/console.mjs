@@ -121,6 +121,13 @@ try {
   await page.locator(`#job-table tr[data-job="${waitID}"]:not([data-state="running"]) td:nth-child(5)`, { hasText: "CANCELLED" }).waitFor();
   check(await waiting.locator("[data-cancel]").isHidden(), "an ended job still offers Cancel");
 
+  step = "try-it: a parameter named __proto__";
+  await page.click('nav a[data-view="catalogue"]');
+  await page.click('[data-try="app:proto"]');
+  await page.fill("#arg-__proto__", "x");
+  await page.click("#tryit-form button[type=submit]");
+  await page.locator('#tryit-result [data-status="success"]').waitFor();
+
   step = "an agent run: streamed text and a table";
   await page.click('nav a[data-view="sessions"]');
   await page.click("#new-thread");
