@@ -17,6 +17,10 @@ var queryParams = map[string][]map[string]any{
 	"POST /v1/tools/{id}/call": {
 		queryParam("async", "true: answer 202 with a job at once", map[string]any{"type": "string", "enum": []string{"true", "false"}}),
 	},
+	"GET /v1/jobs": {
+		queryParam("limit", "jobs per page (default 100)", map[string]any{"type": "integer", "minimum": 1, "maximum": 100}),
+		queryParam("after", "the next of the page before", map[string]any{"type": "string"}),
+	},
 	"GET /v1/sessions": {
 		queryParam("limit", "sessions per page (default 50)", map[string]any{"type": "integer", "minimum": 1, "maximum": 500}),
 		queryParam("cursor", "the next of the page before", map[string]any{"type": "string"}),

@@ -277,6 +277,7 @@ func TestOpenAPIListings(t *testing.T) {
 		{"/v1/sessions", "limit:query cursor:query"},
 		{"/v1/sessions/{id}/messages", "id:path limit:query before:query"},
 		{"/v1/analytics", ""},
+		{"/v1/jobs", "limit:query after:query"},
 		{"/v1/tools/{id}/call", "id:path async:query"},
 	} {
 		op, ok := doc.Paths[tc.path]["get"]

@@ -623,15 +623,8 @@ function rememberJob(j) {
   sessionStorage.setItem("agenthost-jobs", JSON.stringify(state.jobs));
 }
 let jobTimer = 0;
-// listedJobs is the tenant's latest jobs, newest first, when the server
-// lists jobs (its OpenAPI document says so); else null, and the view
-// shows the jobs of this tab.
+// listedJobs is the tenant's latest jobs, newest first.
 async function listedJobs() {
-  if (state.jobListing === undefined) {
-    const doc = await getJSON("/openapi.json");
-    state.jobListing = !!doc.paths?.["/v1/jobs"]?.get;
-  }
-  if (!state.jobListing) return null;
   const all = [];
   let after = "";
   // Oldest first, a page at a time: read up to 10 pages, keep the end.
@@ -648,7 +641,7 @@ async function loadJobs() {
   const body = document.querySelector("#job-table tbody");
   let listed;
   try { listed = await listedJobs(); } catch (e) { status(e.message, true); return; }
-  const jobs = listed ? [...listed] : [];
+  const jobs = [...listed];
   const known = new Set(jobs.map((j) => j.id));
   for (const id of state.jobs) {
     if (known.has(id)) continue;
@@ -657,7 +650,7 @@ async function loadJobs() {
       jobs.push({ id, missing: e.message });
     }
   }
-  if (listed) jobs.sort((a, b) => String(b.created || "").localeCompare(String(a.created || "")));
+  jobs.sort((a, b) => String(b.created || "").localeCompare(String(a.created || "")));
   const rows = [];
   let live = false;
   for (const j of jobs) {
