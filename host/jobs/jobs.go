@@ -356,23 +356,6 @@ func (e *Engine) Call(ctx context.Context, tenant, tool string, args json.RawMes
 	return e.o.Run(ctx, tenant, tool, args)
 }
 
-// Hold takes one of tenant's places for a call made another way (an
-// agent run's tool call, say) and returns its release; it may wait in
-// the queue while ctx lasts.
-func (e *Engine) Hold(ctx context.Context, tenant string) (release func(), err error) {
-	now, err := e.admit(tenant)
-	if err != nil {
-		return nil, err
-	}
-	if !now {
-		if err := e.wait(ctx, tenant); err != nil {
-			return nil, err
-		}
-	}
-	var once sync.Once
-	return func() { once.Do(func() { e.release(tenant) }) }, nil
-}
-
 // Start records a job of tenant and runs it in the background: at once
 // when the tenant has a free place (the job is running), else once one
 // frees (queued). A start with an idempotency key the tenant used before
@@ -421,7 +404,8 @@ func (e *Engine) Start(ctx context.Context, tenant string, req Request) (store.J
 		e.mu.Unlock()
 		cancel()
 		giveBack()
-		_, _ = e.o.Store.InterruptJob(context.WithoutCancel(ctx), tenant, j.ID, "the server stopped as the job was started")
+		_, _, _ = e.o.Store.FinishJob(context.WithoutCancel(ctx), tenant, j.ID,
+			abi.Failure(req.Tool, abi.Errorf(abi.CodeCancelled, "the server stopped as the job was started; it did not run")))
 		return store.Job{}, ErrDraining
 	}
 	e.local[j.ID] = r

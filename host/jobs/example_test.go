@@ -1,0 +1,52 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/jobs"
+	"github.com/agenthost/agenthost/host/store"
+)
+
+// An engine over a SQLite store runs a tenant's call as a job; a retry
+// with the same idempotency key gets the same job, and a cancel of the
+// ended job answers it as it ended.
+func Example() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "jobs-example-")
+	defer os.RemoveAll(dir)
+	st, err := store.Open(ctx, filepath.Join(dir, "agenthost.db"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer st.Close()
+	e, err := jobs.New(ctx, jobs.Options{Store: st, MaxConcurrent: 4,
+		Run: func(_ context.Context, tenant, tool string, args json.RawMessage) (abi.Envelope, error) {
+			return abi.Envelope{ToolID: tool, Status: abi.StatusSuccess, Output: args}, nil
+		}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Close()
+	req := jobs.Request{Tool: "core:echo", Args: json.RawMessage(`{"a":1}`), Key: "order-7"}
+	j, _ := e.Start(ctx, "acme", req)
+	done, _ := e.WaitJob(ctx, "acme", j.ID)
+	fmt.Println(done.Status, string(done.Result.Output))
+	again, _ := e.Start(ctx, "acme", req)
+	fmt.Println(again.ID == j.ID)
+	cancelled, _ := e.Cancel(ctx, "acme", j.ID)
+	fmt.Println(cancelled.Status)
+	_, err = e.Get(ctx, "beta", j.ID)
+	fmt.Println(err)
+	// Output:
+	// done {"a":1}
+	// true
+	// done
+	// not found
+}
