@@ -103,6 +103,17 @@ func TestSessionsAPI(t *testing.T) {
 			t.Errorf("messages%s: %d %s more=%v, want %s more=%v", tc.query, code, seqs(p), p.More, tc.want, tc.more)
 		}
 	}
+	// A run with no answer and no run going on (as after a restart) is
+	// interrupted.
+	var older page
+	f.get(t, "/v1/sessions/older/messages", "acme-token", &older)
+	var states []string
+	for _, m := range older.Messages {
+		states = append(states, m.Role+":"+m.Run)
+	}
+	if got := strings.Join(states, " "); got != "user:answered assistant: user:interrupted" {
+		t.Errorf("run states: %s", got)
+	}
 	for _, tc := range []struct{ name, path, token string }{
 		{"bad limit", "/v1/sessions?limit=0", "acme-token"},
 		{"limit too large", "/v1/sessions?limit=501", "acme-token"},
