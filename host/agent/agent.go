@@ -108,6 +108,18 @@ type ToolAgentOutput struct {
 	UIHints map[string]string `json:"ui_hints,omitempty"`
 }
 
+// Record is what a front-end stores with a message of a run (its
+// metadata), written and read as this one type so that no reader guesses
+// at keys: an assistant message's tool calls, or a tool message's step
+// with the loaded tool's ID, its ui_schema and how long the call took.
+type Record struct {
+	ToolCalls  []llm.ToolCall   `json:"tool_calls,omitempty"`
+	ToolID     string           `json:"tool_id,omitempty"`
+	Output     *ToolAgentOutput `json:"tool_agent_output,omitempty"`
+	UISchema   map[string]any   `json:"ui_schema,omitempty"`
+	DurationMs *float64         `json:"duration_ms,omitempty"`
+}
+
 // Result is the outcome of a run.
 type Result struct {
 	// Status is "done" (the model answered), "partial" (the iteration

@@ -125,12 +125,9 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, c *call) {
 			out := History{Session: ses, Messages: []HistoryMessage{}}
 			for _, m := range msgs {
 				hm := HistoryMessage{Message: m}
-				var meta struct {
-					Out      *agent.ToolAgentOutput `json:"tool_agent_output"`
-					UISchema map[string]any         `json:"ui_schema"`
-				}
+				var meta agent.Record
 				if len(m.Metadata) > 0 && json.Unmarshal(m.Metadata, &meta) == nil {
-					hm.ToolAgentOutput, hm.UISchema = meta.Out, meta.UISchema
+					hm.ToolAgentOutput, hm.UISchema = meta.Output, meta.UISchema
 				}
 				out.Messages = append(out.Messages, hm)
 			}
@@ -251,10 +248,7 @@ func clientConversation(in []AGUIMessage) (hist []llm.Message, task, msg string)
 func storedConversation(prior []store.Message) []llm.Message {
 	var out []llm.Message
 	for _, m := range prior {
-		var meta struct {
-			ToolCalls []llm.ToolCall         `json:"tool_calls"`
-			Out       *agent.ToolAgentOutput `json:"tool_agent_output"`
-		}
+		var meta agent.Record
 		if len(m.Metadata) > 0 {
 			_ = json.Unmarshal(m.Metadata, &meta)
 		}
@@ -265,8 +259,8 @@ func storedConversation(prior []store.Message) []llm.Message {
 			out = append(out, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: meta.ToolCalls})
 		case "tool":
 			id := ""
-			if meta.Out != nil {
-				id = meta.Out.ToolCallID
+			if meta.Output != nil {
+				id = meta.Output.ToolCallID
 			}
 			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: m.Content})
 		}
@@ -436,7 +430,7 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 				if len(ev.Calls) > 0 {
 					// The turn and its calls (under the host's IDs) are
 					// history for the thread's next run.
-					meta, _ := json.Marshal(map[string]any{"tool_calls": ev.Calls})
+					meta, _ := json.Marshal(agent.Record{ToolCalls: ev.Calls})
 					if _, err := s.o.Store.AppendMessage(context.WithoutCancel(ctx), c.p.Tenant, ses.ID, store.Message{Role: "assistant", Content: ev.Text, Metadata: meta}); err != nil {
 						s.o.Logger.Error("storing a model turn", "error", err)
 					}
@@ -473,7 +467,8 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 						toolID = id
 					}
 				}
-				meta, _ := json.Marshal(map[string]any{"tool_id": toolID, "tool_agent_output": ev.Step, "ui_schema": ui, "duration_ms": float64(ev.Duration.Microseconds()) / 1000})
+				ms := float64(ev.Duration.Microseconds()) / 1000
+				meta, _ := json.Marshal(agent.Record{ToolID: toolID, Output: ev.Step, UISchema: ui, DurationMs: &ms})
 				if _, err := s.o.Store.AppendMessage(context.WithoutCancel(ctx), c.p.Tenant, ses.ID, store.Message{Role: "tool", Content: text, Metadata: meta}); err != nil {
 					s.o.Logger.Error("storing a tool message", "error", err)
 				}

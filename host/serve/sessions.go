@@ -170,12 +170,9 @@ func (s *Server) sessionMessages(w http.ResponseWriter, r *http.Request, c *call
 // from its metadata.
 func historyMessage(m store.Message) HistoryMessage {
 	hm := HistoryMessage{Message: m}
-	var meta struct {
-		Out      *agent.ToolAgentOutput `json:"tool_agent_output"`
-		UISchema map[string]any         `json:"ui_schema"`
-	}
+	var meta agent.Record
 	if len(m.Metadata) > 0 && json.Unmarshal(m.Metadata, &meta) == nil {
-		hm.ToolAgentOutput, hm.UISchema = meta.Out, meta.UISchema
+		hm.ToolAgentOutput, hm.UISchema = meta.Output, meta.UISchema
 	}
 	return hm
 }
