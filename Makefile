@@ -39,7 +39,7 @@ demo: toolpacks build ## run the tool calls of an LLM output, agents on a replay
 	$(GO) run ./cmd/agenthost audit --dir toolpacks
 
 test: toolpacks guests ## run all tests with the race detector
-	$(GO) test -race ./...
+	$(GO) test -race -timeout 30m ./...
 
 soak: toolpacks ## mixed concurrent calls, cancels, timeouts and Close during calls for a few minutes (SOAK=2m); not part of check
 	AGENTHOST_SOAK=1 AGENTHOST_SOAK_DURATION=$(SOAK) $(GO) test -run '^TestSoak$$' -count 1 -timeout 30m -v ./host
