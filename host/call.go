@@ -107,8 +107,13 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelop
 	if cerr != nil {
 		return abi.Failure(t.ToolID, cerr)
 	}
+	ctx, prog, perr := h.codeProgram(ctx, t, p)
+	if perr != nil {
+		return abi.Failure(t.ToolID, perr)
+	}
 	start := time.Now()
 	res, err := h.run(ctx, p, runner.Request{Input: input, Logger: log, Env: callEnv})
+	prog.settle(&res)
 	red := h.redact(p.grant.Env, callEnv, &res)
 	if ctx.Err() != nil && (err != nil || res.Err != nil) && !(res.Err != nil && res.Err.Code == abi.CodeTimeout && time.Since(start) >= p.grant.Limits.Timeout && p.grant.Limits.Timeout > 0) {
 		// The caller (or Close) ended the call: say so, whatever the

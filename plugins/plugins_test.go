@@ -134,6 +134,14 @@ func (r *runtimes) forTool(m *manifest.Tool) wazero.Runtime {
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(r.cache).WithMemoryLimitPages(pages))
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	// The code tools import agenthost_tools.call (tools as functions);
+	// their examples call no tool, so a call here is a test failure.
+	_, err := rt.NewHostModuleBuilder("agenthost_tools").NewFunctionBuilder().
+		WithFunc(func(_ context.Context, _, _, _, _, _, _ uint32) uint64 { panic("an example called a tool") }).
+		Export("call").Instantiate(ctx)
+	if err != nil {
+		panic(err)
+	}
 	r.byCap[pages] = rt
 	return rt
 }

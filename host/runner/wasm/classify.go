@@ -46,6 +46,8 @@ func (p *prepared) result(c *call, runErr, stopped error) (runner.Result, error)
 		e = abi.Errorf(abi.CodeMemoryLimit, "memory cap of %d bytes reached (the guest asked for %d)", p.limits.MemoryBytes, memAsked)
 	case stopped != nil:
 		return runner.Result{}, fmt.Errorf("call cancelled: %w", stopped)
+	case toolStopOf(runErr) != nil:
+		e = toolStopOf(runErr) // a program budget (toolcall.go)
 	case budgetErr != nil:
 		e = budgetErr
 	case !failed:

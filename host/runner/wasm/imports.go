@@ -29,6 +29,9 @@ func checkImports(code []byte, provided map[string]bool) error {
 		if im.module == wasi_snapshot_preview1.ModuleName && im.kind == 0 && provided[im.name] {
 			continue
 		}
+		if im.module == ToolModule && im.name == ToolFunc && im.kind == 0 {
+			continue // tools as functions (toolcall.go)
+		}
 		missing = append(missing, im.module+"."+im.name)
 		switch {
 		case im.module == wasi_snapshot_preview1.ModuleName:

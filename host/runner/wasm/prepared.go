@@ -44,6 +44,8 @@ type prepared struct {
 	// command is the pool of parked instances of a command tool
 	// (park.go); nil for a reactor or a command that cannot be parked.
 	command *commandPath
+	// callsTools: the module imports agenthost_tools.call (toolcall.go).
+	callsTools bool
 }
 
 // commandPath is what a command's parked instances share: the rewritten
@@ -99,6 +101,7 @@ func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []
 		limits:   limits,
 		base:     cfg,
 	}
+	p.callsTools = importsTools(mod)
 	// Build the first mount set now: a mount that cannot be built is a
 	// load error, not a failure of every call.
 	ms, err := newMountSet(p.checker, p.mounts)

@@ -108,6 +108,10 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("wasm runner: %w", err)
 	}
+	if err := newToolModule(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("wasm runner: %w", err)
+	}
 	meterDir, reactorDir := "", ""
 	if opts.CacheDir != "" {
 		meterDir = filepath.Join(opts.CacheDir, "meter")

@@ -1,0 +1,114 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/hosttest"
+)
+
+// codeHost is a host over the code, fs and core toolpacks with a small
+// workspace, tight program budgets (so the adversarial programs end
+// fast) and a 64 MiB memory cap for code:starlark.
+func codeHost(t *testing.T) *host.Host {
+	t.Helper()
+	ws := t.TempDir()
+	for name, text := range map[string]string{"a.txt": "alpha", "b.txt": "beta", "big.txt": strings.Repeat("x", 4000)} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp := hosttest.Toolpacks(t)
+	p := hosttest.Policy(t, "workspace: "+ws+`
+fileAccess: {allowRead: ["*.txt"]}
+tools:
+  "code:starlark":
+    config: {maxSteps: "200000", maxCalls: "5", maxCallOutputBytes: "6000"}
+    limits: {max: {memoryMb: 64}}
+`)
+	return hosttest.NewHost(t, p, filepath.Join(tp, "code"), filepath.Join(tp, "fs"), filepath.Join(tp, "core"))
+}
+
+// TestCodeStarlark runs programs through the real code:starlark module:
+// results, logs and inner calls, and every way a program can go wrong,
+// each with its own code (plus details.budget for the budgets) and a
+// message the model can act on; the host serves plain calls after all.
+func TestCodeStarlark(t *testing.T) {
+	h := codeHost(t)
+	tests := []struct {
+		name    string
+		code    string
+		allowed func(string) bool
+		code0   abi.Code // "" = success
+		budget  string   // details.budget of a failure
+		want    string   // in the output JSON, or in the error message
+		steps   int      // inner calls recorded
+	}{
+		{name: "result and log", code: "print('hi')\nresult = {'n': 1 + 2}", want: `"result":{"n":3}`},
+		{name: "main", code: "def main():\n    return [x * 2 for x in range(3)]", want: `"result":[0,2,4]`},
+		{name: "inner calls by attribute, id and wire name", code: "result = [tools.fs.read(path = 'a.txt')['content'], call('fs:read', {'path': 'b.txt'})['content'], call('fs__read', path = 'a.txt')['content']]",
+			want: `"result":["alpha","beta","alpha"]`, steps: 3},
+		{name: "syntax error", code: "x = 1\nresult = (1 +", code0: abi.CodeInvalidArguments, want: "line 2, column"},
+		{name: "undefined name", code: "result = nosuch", code0: abi.CodeInvalidArguments, want: "line 1, column 10: undefined: nosuch"},
+		{name: "throw", code: "fail('boom')", code0: abi.CodeToolError, want: "boom"},
+		{name: "infinite loop", code: "while True:\n    pass", code0: abi.CodeFuelExhausted, budget: "steps", want: "endless loop"},
+		{name: "unbounded allocation", code: "x = []\nfor i in range(100000):\n    x.append('y' * 1000000)", code0: abi.CodeMemoryLimit, want: "memory cap"},
+		{name: "tight loop of tool calls", code: "while True:\n    tools.core.echo(n = 1)", code0: abi.CodeFuelExhausted, budget: "calls", want: "maxCalls", steps: 5},
+		{name: "inner output budget", code: "for i in range(3):\n    tools.fs.read(path = 'big.txt')", code0: abi.CodeOutputLimit, budget: "callOutputBytes", want: "maxCallOutputBytes", steps: 2},
+		{name: "recursion into the code tool", code: "tools.code.starlark(code = 'result = 1')", code0: abi.CodePermissionDenied, want: "do not call each other", steps: 1},
+		{name: "huge return value", code: "result = 'x' * 2000000", code0: abi.CodeOutputLimit, want: "cap"},
+		{name: "outside the caller's inventory", code: "tools.fs.read(path = 'a.txt')", allowed: func(id string) bool { return id == "core:echo" },
+			code0: abi.CodePermissionDenied, want: "not among the tools this caller may use", steps: 1},
+		{name: "outside the caller's grant", code: "tools.fs.read(path = '../etc/passwd')", code0: abi.CodePermissionDenied, want: "fs:read failed with PERMISSION_DENIED", steps: 1},
+		{name: "unknown tool", code: "tools.fs.nosuch(path = 'a.txt')", code0: abi.CodeUnknownTool, want: "fs:nosuch", steps: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var steps []host.CodeStep
+			ctx := host.WithCodeScope(context.Background(), host.CodeScope{Allowed: tc.allowed, Step: func(s host.CodeStep) { steps = append(steps, s) }})
+			args, _ := json.Marshal(map[string]any{"code": tc.code})
+			env := h.Call(ctx, "code:starlark", args)
+			if tc.code0 == "" {
+				if env.Error != nil {
+					t.Fatalf("failed: %v", env.Error)
+				}
+				if !strings.Contains(string(env.Output), tc.want) {
+					t.Fatalf("output %s, want %s", env.Output, tc.want)
+				}
+			} else {
+				if env.Error == nil || env.Error.Code != tc.code0 || !strings.Contains(env.Error.Message, tc.want) {
+					t.Fatalf("got %+v, want %s with %q", env.Error, tc.code0, tc.want)
+				}
+				d, _ := env.Error.Details.(map[string]any)
+				if b, _ := d["budget"].(string); b != tc.budget {
+					t.Fatalf("details.budget = %q, want %q (details %v)", b, tc.budget, env.Error.Details)
+				}
+			}
+			if len(steps) != tc.steps {
+				t.Fatalf("%d steps recorded, want %d", len(steps), tc.steps)
+			}
+		})
+	}
+	if env := h.Call(context.Background(), "core:echo", json.RawMessage(`{"still":"serving"}`)); env.Error != nil {
+		t.Fatalf("host stopped serving: %v", env.Error)
+	}
+}
+
+// TestCodeStarlarkExample runs the manifest's example: a program with
+// input, print and main().
+func TestCodeStarlarkInput(t *testing.T) {
+	h := codeHost(t)
+	env := h.Call(context.Background(), "code:starlark", json.RawMessage(`{"code":"result = {'sum': input['a'] + input['b'], 'calls': tools.core.echo(x = input['a'])}","input":{"a":2,"b":3}}`))
+	if env.Error != nil {
+		t.Fatalf("failed: %v", env.Error)
+	}
+	if got, want := string(env.Output), `{"result":{"calls":{"x":2},"sum":5},"log":[],"calls":1}`; got != want {
+		t.Fatalf("output %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,66 @@
+// Package toolcall is the guest side of the host import that lets a
+// code-mode guest (code:starlark, code:js) call a tool: one function,
+// agenthost_tools.call, that takes a tool ID (or wire name) and its JSON
+// arguments and answers with the call's envelope. The host runs the call
+// under the grant and tool inventory of whoever called the code tool;
+// the guest itself has no other way out.
+package toolcall
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/agenthost/agenthost/abi"
+)
+
+// Response is the host's answer to one inner call.
+type Response struct {
+	// Envelope is the inner call's result envelope, as host.Call returns
+	// it.
+	Envelope abi.Envelope `json:"envelope"`
+	// Observation is the text the model would read for a failed call
+	// (what went wrong and what to do); empty on success.
+	Observation string `json:"observation,omitempty"`
+}
+
+// Caller makes one inner call; [Call] is the one a guest uses, tests pass
+// their own.
+type Caller func(tool string, args []byte) (Response, error)
+
+// Error is a failed inner call, as a Go error a guest's interpreter can
+// raise. Its message names the tool, the code and the observation, so a
+// program that does not handle it still tells the model what to do.
+type Error struct {
+	Tool        string
+	Code        abi.Code
+	Message     string
+	Observation string
+}
+
+func (e *Error) Error() string {
+	text := e.Observation
+	if text == "" {
+		text = e.Message
+	}
+	return fmt.Sprintf("%s failed with %s: %s", e.Tool, e.Code, text)
+}
+
+// Result returns the output of a successful response, or an *Error for a
+// failed one.
+func (r Response) Result(tool string) (json.RawMessage, error) {
+	env := r.Envelope
+	if env.Error != nil || env.Status == abi.StatusFailure {
+		e := &Error{Tool: tool, Code: abi.CodeToolError, Observation: r.Observation}
+		if env.Error != nil {
+			e.Code, e.Message = env.Error.Code, env.Error.Message
+		}
+		if env.ToolID != "" {
+			e.Tool = env.ToolID
+		}
+		return nil, e
+	}
+	if len(env.Output) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	return env.Output, nil
+}
