@@ -58,6 +58,7 @@ fuzz: ## run each fuzz target for 10s (FUZZTIME=...)
 	$(GO) test -run '^$$' -fuzz '^FuzzMemTmp$$' -fuzztime $(FUZZTIME) ./host/internal/sandboxfs
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME) ./host/credential
 	$(GO) test -run '^$$' -fuzz '^FuzzArchive$$' -fuzztime $(FUZZTIME) ./host/toolpack
+	$(GO) test -run '^$$' -fuzz '^FuzzProgram$$' -fuzztime $(FUZZTIME) ./plugins/code-starlark
 
 lint: ## go vet (host, macOS, Windows and wasip1) and staticcheck
 	$(GO) vet ./...
