@@ -230,7 +230,7 @@ func BenchmarkLoad100(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if n := len(h.Tools()); n != 100 {
+		if n := len(h.Tools(host.Query{})); n != 100 {
 			b.Fatalf("%d tools", n)
 		}
 		_ = h.Close(ctx)

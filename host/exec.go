@@ -40,13 +40,21 @@ type Turn struct {
 // An output without an ACTION block is a plain reply: nothing runs and the
 // observation is empty.
 func (h *Host) Exec(ctx context.Context, llmOutput string) Turn {
-	return h.ExecOnly(ctx, llmOutput, nil)
+	return h.ExecWith(ctx, llmOutput, ExecOptions{})
 }
 
-// ExecOnly is Exec for an agent that sees only some tools: a call to a
-// tool for which allowed (given the ID without a version) is false is an
-// UNKNOWN_TOOL failure and does not run. A nil allowed allows every tool.
-func (h *Host) ExecOnly(ctx context.Context, llmOutput string, allowed func(id string) bool) Turn {
+// ExecOptions adjust one [Host.ExecWith]. The zero value is [Host.Exec].
+type ExecOptions struct {
+	// Allowed, when set, limits the turn to the tools of an agent that
+	// sees only some: a call to a tool for which Allowed (given the ID
+	// without a version) is false is an UNKNOWN_TOOL failure and does not
+	// run, as if the tool did not exist.
+	Allowed func(id string) bool
+}
+
+// ExecWith is [Host.Exec] adjusted by opts.
+func (h *Host) ExecWith(ctx context.Context, llmOutput string, opts ExecOptions) Turn {
+	allowed := opts.Allowed
 	parsed, err := action.Parse(llmOutput, h.opts.Action)
 	turn := Turn{Calls: []action.Call{}, Results: []abi.Envelope{}, Status: abi.StatusSuccess}
 	if parsed != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/agenthost/agenthost/host/runner/mcpclient"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -200,19 +201,51 @@ func (h *Host) checkHandler(t *manifest.Tool) error {
 	return fmt.Errorf("handler %q is not supported by this host", runnerKey(t))
 }
 
-// Tools returns the tools a model may call (the highest version of each
-// ID), sorted by ID: every loaded tool except those the policy denies and
-// network tools whose grant holds no host at all (every call would be
-// refused). [Host.Filter] lists every loaded tool, callable or not.
-func (h *Host) Tools() []*manifest.Tool {
-	all := h.reg.Tools()
+// Query selects tools for [Host.Tools]. Its zero value selects every tool
+// a model may call; each field set narrows the selection.
+type Query struct {
+	// Namespace keeps the tools whose ID starts with Namespace + ":".
+	Namespace string
+	// Tags keeps the tools carrying every one of them.
+	Tags []string
+	// Kind keeps the tools of one kind (see [KindOf]): KindWasm, KindNative, ...
+	Kind string
+	// Uncallable adds the tools a model may not call: those the policy
+	// denies and network tools whose grant holds no host. An operator's
+	// listing wants them (with their status); a model's tool list never.
+	Uncallable bool
+}
+
+// Tools returns the highest version of each loaded tool that q selects,
+// sorted by ID. Without q.Uncallable it is what a model may be shown:
+// tools the policy denies, and network tools whose grant holds no host at
+// all (every call would be refused), are left out.
+func (h *Host) Tools(q Query) []*manifest.Tool {
+	var tag string
+	if len(q.Tags) > 0 {
+		tag = q.Tags[0] // the registry narrows by one tag; the rest below
+	}
+	all := h.reg.Filter(q.Namespace, tag)
 	out := make([]*manifest.Tool, 0, len(all))
 	for _, t := range all {
-		if h.callable(t) {
+		if q.selects(t) && (q.Uncallable || h.callable(t)) {
 			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// selects reports whether t has q's kind and every one of q's tags.
+func (q Query) selects(t *manifest.Tool) bool {
+	if q.Kind != "" && KindOf(t) != q.Kind {
+		return false
+	}
+	for _, want := range q.Tags {
+		if !slices.Contains(t.Tags, want) {
+			return false
+		}
+	}
+	return true
 }
 
 // callable reports whether calls of t can do what it is for under its
@@ -228,10 +261,6 @@ func (h *Host) callable(t *manifest.Tool) bool {
 	}
 	return true
 }
-
-// Filter returns the loaded tools in namespace (when not "") carrying tag
-// (when not ""), sorted by ID.
-func (h *Host) Filter(namespace, tag string) []*manifest.Tool { return h.reg.Filter(namespace, tag) }
 
 // Tool returns the tool with the given ID ("id" or "id@version"). Its error
 // is an *abi.Error: UNKNOWN_TOOL with suggestions, or LOAD_ERROR.

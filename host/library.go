@@ -12,7 +12,7 @@ import (
 	"github.com/agenthost/agenthost/host/manifest"
 )
 
-// Tool kinds, as ToolsOfKind and ToolHealth name them.
+// Tool kinds, as Query and ToolHealth name them.
 const (
 	KindWasm     = "wasm"
 	KindExtism   = "extism"
@@ -39,38 +39,6 @@ func KindOf(t *manifest.Tool) string {
 		return KindWorkflow
 	}
 	return t.Handler.Type
-}
-
-// ToolsOfKind returns the loaded tools of one kind (see KindOf), sorted by
-// ID.
-func (h *Host) ToolsOfKind(kind string) []*manifest.Tool {
-	var out []*manifest.Tool
-	for _, t := range h.reg.Tools() {
-		if KindOf(t) == kind {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// ToolsWithTags returns the loaded tools carrying every one of tags,
-// sorted by ID.
-func (h *Host) ToolsWithTags(tags ...string) []*manifest.Tool {
-	var out []*manifest.Tool
-	for _, t := range h.reg.Tools() {
-		has := map[string]bool{}
-		for _, tg := range t.Tags {
-			has[tg] = true
-		}
-		all := true
-		for _, tg := range tags {
-			all = all && has[tg]
-		}
-		if all {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // ToolHealth is the state of one tool in the catalogue.

@@ -231,7 +231,7 @@ func TestMCPImportWireCollision(t *testing.T) {
 		t.Fatalf("want a failure naming both for each of the two tools, got %v", h.Failures())
 	}
 	var ids []string
-	for _, tl := range h.Tools() {
+	for _, tl := range h.Tools(host.Query{}) {
 		if tl.ToolID == "mcp:demo.a.b" || tl.ToolID == "mcp:demo.a_b" {
 			t.Fatalf("%s loaded", tl.ToolID)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/registry"
 	"github.com/agenthost/agenthost/host/runner/mcpclient"
@@ -53,7 +54,11 @@ func runList(ctx context.Context, e *env, args []string) error {
 	}
 	defer h.Close(ctx)
 	tools := []listedTool{}
-	for _, t := range h.Filter(e.namespace, e.tag) {
+	q := host.Query{Namespace: e.namespace, Uncallable: true} // listed with status "denied"
+	if e.tag != "" {
+		q.Tags = []string{e.tag}
+	}
+	for _, t := range h.Tools(q) {
 		handler := t.Handler.Type
 		switch {
 		case t.Handler.ABI != "":

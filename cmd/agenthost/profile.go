@@ -28,7 +28,7 @@ func (e *env) loadProfile() (*profile.Profile, error) {
 // visibleTools is what a model may call: every callable tool, or those of
 // the profile's inventory (an entry matching none is a usage error).
 func visibleTools(h *host.Host, p *profile.Profile) ([]*manifest.Tool, error) {
-	tools := h.Tools()
+	tools := h.Tools(host.Query{})
 	if p == nil {
 		return tools, nil
 	}

@@ -50,7 +50,7 @@ func runTest(ctx context.Context, e *env, args []string) error {
 		}
 		rep.add(out, f.Path, outcomeFail, "load: "+f.Err.Error())
 	}
-	tools := h.Filter("", "")
+	tools := h.Tools(host.Query{Uncallable: true})
 	sort.Slice(tools, func(i, j int) bool { return tools[i].ToolID < tools[j].ToolID })
 	var loaded []*manifest.Tool
 	for _, t := range tools {

@@ -265,7 +265,7 @@ func (r *run) tools() error {
 	}
 	r.byID = map[string]*manifest.Tool{}
 	var ids []string
-	for _, t := range r.h.Tools() {
+	for _, t := range r.h.Tools(host.Query{}) {
 		if len(allowed) > 0 && !allowed[t.ToolID] {
 			continue
 		}
@@ -381,7 +381,7 @@ func (r *run) actionTurn(ctx context.Context, resp llm.Response) bool {
 	if len(r.o.Tools) > 0 {
 		allowed = func(id string) bool { return r.byID[id] != nil }
 	}
-	turn := r.h.ExecOnly(ctx, resp.Content, allowed)
+	turn := r.h.ExecWith(ctx, resp.Content, host.ExecOptions{Allowed: allowed})
 	if turn.Error == nil && len(turn.Calls) == 0 {
 		if strings.TrimSpace(resp.Content) == "" {
 			r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: "Your last turn was empty. Send an ACTION block or your final answer."})

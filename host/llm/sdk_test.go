@@ -86,7 +86,7 @@ func allDefs(t *testing.T) []wire.Def {
 		t.Fatal(err)
 	}
 	defer h.Close(context.Background())
-	for _, tl := range h.Tools() {
+	for _, tl := range h.Tools(host.Query{}) {
 		defs = append(defs, wire.Def{ID: tl.ToolID, Description: tl.Description, Parameters: tl.Parameters})
 	}
 	defs = append(defs, mcpDefs(t, "test", exec.Command("go", "run", "../runner/mcpclient/testdata/server"))...)

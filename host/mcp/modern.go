@@ -17,6 +17,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/host"
 )
 
 // Both protocol revisions on the same endpoints, chosen per request.
@@ -402,7 +404,7 @@ func (s *Server) plainModern(msg []byte) (plainRequest, bool) {
 
 // async reports whether the tool's calls are long (its manifest's async).
 func (s *Server) async(id string) bool {
-	for _, t := range s.h.Tools() {
+	for _, t := range s.h.Tools(host.Query{}) {
 		if t.ToolID == id {
 			return t.Async
 		}

@@ -269,7 +269,7 @@ func (s *Server) newHandler() http.Handler {
 // may call, by wire name. Two tools whose wire names collide are both left
 // out (and logged).
 func (s *Server) sync() {
-	tools := s.h.Tools()
+	tools := s.h.Tools(host.Query{})
 	ids := make([]string, len(tools))
 	for i, t := range tools {
 		ids[i] = t.ToolID

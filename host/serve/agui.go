@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/agent"
 	"github.com/agenthost/agenthost/host/llm"
 	"github.com/agenthost/agenthost/host/store"
@@ -381,7 +382,7 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 	send(AGUIEvent{Type: "RUN_STARTED", ThreadID: ses.ID, RunID: runID})
 	var ids []string
 	if len(prof.Inventory) > 0 {
-		for _, t := range c.tenant.Host.Tools() {
+		for _, t := range c.tenant.Host.Tools(host.Query{}) {
 			ids = append(ids, t.ToolID)
 		}
 		if ids, err = prof.Resolve(ids); err != nil {
@@ -391,7 +392,7 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 	}
 	names := ids
 	if names == nil {
-		for _, t := range c.tenant.Host.Tools() {
+		for _, t := range c.tenant.Host.Tools(host.Query{}) {
 			names = append(names, t.ToolID)
 		}
 	}

@@ -48,7 +48,7 @@ func infoOf(t *manifest.Tool) ToolInfo {
 
 func (s *Server) listTools(w http.ResponseWriter, r *http.Request, c *call) {
 	out := ToolList{Tools: []ToolInfo{}}
-	for _, t := range c.tenant.Host.Tools() {
+	for _, t := range c.tenant.Host.Tools(host.Query{}) {
 		out.Tools = append(out.Tools, infoOf(t))
 	}
 	writeJSON(w, http.StatusOK, out)
