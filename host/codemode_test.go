@@ -31,6 +31,9 @@ tools:
   "code:starlark":
     config: {maxSteps: "200000", maxCalls: "5", maxCallOutputBytes: "6000"}
     limits: {max: {memoryMb: 64}}
+  "code:js":
+    config: {maxCalls: "5"}
+    limits: {max: {timeoutMs: 3000}}
 `)
 	return hosttest.NewHost(t, p, filepath.Join(tp, "code"), filepath.Join(tp, "fs"), filepath.Join(tp, "core"))
 }
@@ -110,5 +113,42 @@ func TestCodeStarlarkInput(t *testing.T) {
 	}
 	if got, want := string(env.Output), `{"result":{"calls":{"x":2},"sum":5},"log":[],"calls":1}`; got != want {
 		t.Fatalf("output %s, want %s", got, want)
+	}
+}
+
+// TestCodeJS runs JavaScript programs through the real code:js module:
+// await on a tool, a caught failure, and the errors a program can end
+// with. goja has no step counter, so an endless loop ends at the
+// deadline.
+func TestCodeJS(t *testing.T) {
+	h := codeHost(t)
+	tests := []struct {
+		name  string
+		code  string
+		code0 abi.Code
+		want  string
+	}{
+		{name: "await tools", code: "const a = await tools.fs.read({path: 'a.txt'});\nconst b = await call('fs__read', {path: 'b.txt'});\nconsole.log(a.content);\nreturn a.content + b.content", want: `"result":"alphabeta","log":["alpha"],"calls":2`},
+		{name: "caught denial", code: "try { await tools.fs.read({path: '../etc/passwd'}) } catch (e) { return e.code }", want: `"result":"PERMISSION_DENIED"`},
+		{name: "recursion", code: "return await tools.code.starlark({code: 'result = 1'})", code0: abi.CodePermissionDenied, want: "do not call each other"},
+		{name: "syntax error", code: "let x = 1;\nreturn (1 +;", code0: abi.CodeInvalidArguments, want: "syntax error at line 2"},
+		{name: "throw", code: "throw new Error('boom')", code0: abi.CodeToolError, want: "boom"},
+		{name: "endless loop", code: "for (;;) {}", code0: abi.CodeTimeout, want: "3000 ms"},
+		{name: "tight loop of tool calls", code: "for (;;) { await tools.core.echo({n: 1}) }", code0: abi.CodeFuelExhausted, want: "maxCalls"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args, _ := json.Marshal(map[string]any{"code": tc.code})
+			env := h.Call(context.Background(), "code:js", args)
+			if tc.code0 == "" {
+				if env.Error != nil || !strings.Contains(string(env.Output), tc.want) {
+					t.Fatalf("got %s, %v; want %s", env.Output, env.Error, tc.want)
+				}
+				return
+			}
+			if env.Error == nil || env.Error.Code != tc.code0 || !strings.Contains(env.Error.Message, tc.want) {
+				t.Fatalf("got %+v, want %s with %q", env.Error, tc.code0, tc.want)
+			}
+		})
 	}
 }

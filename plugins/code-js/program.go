@@ -1,0 +1,301 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/dop251/goja"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/abi/guest"
+	"github.com/agenthost/agenthost/plugins/internal/toolcall"
+)
+
+const (
+	// MaxLogBytes caps the console log returned with the result.
+	MaxLogBytes = 64 << 10
+	// maxCodeBytes caps the program text.
+	maxCodeBytes = 256 << 10
+)
+
+// parseErr reads the parser's "program.js: Line L:C message" form.
+var parseErr = regexp.MustCompile(`Line (\d+):(\d+) (.*)$`)
+
+// Input is the tool's arguments.
+type Input struct {
+	// Code is the body of an async function: it may await and return.
+	Code string `json:"code"`
+	// Input is any JSON value, the program's variable "input".
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// Output is the tool's result.
+type Output struct {
+	// Result is what the program returned (undefined becomes null).
+	Result json.RawMessage `json:"result"`
+	// Log holds the console lines, capped at MaxLogBytes.
+	Log []string `json:"log"`
+	// LogTruncated says some lines were left out.
+	LogTruncated bool `json:"logTruncated,omitempty"`
+	// Calls is the number of tool calls the program made.
+	Calls int `json:"calls"`
+}
+
+// prologue wraps the program in an async function, so it may use await
+// and return at the top level; it takes one line, which positions give
+// back.
+const prologue = "(async function (input) {"
+
+// Run runs in.Code. A program error is an *abi.Error: INVALID_ARGUMENTS
+// for a syntax error (with its line and column), the inner call's code
+// for a failed inner call the program did not catch, TOOL_ERROR for any
+// other exception. JavaScript has no step counter here: an endless loop
+// ends at the host's deadline (TIMEOUT) or fuel.
+func Run(in Input, call toolcall.Caller) (Output, error) {
+	if strings.TrimSpace(in.Code) == "" {
+		return Output{}, guest.Errorf(abi.CodeInvalidArguments, "code is empty: give the body of an async function; return the result")
+	}
+	if len(in.Code) > maxCodeBytes {
+		return Output{}, guest.Errorf(abi.CodeInvalidArguments, "code is %d bytes, more than the %d-byte cap", len(in.Code), maxCodeBytes)
+	}
+	vm := goja.New()
+	p := &program{vm: vm, call: call}
+	prg, err := goja.Compile("program.js", prologue+"\n"+in.Code+"\n})", false)
+	if err != nil {
+		var serr *goja.CompilerSyntaxError
+		if errors.As(err, &serr) && serr.File != nil {
+			pos := serr.File.Position(serr.Offset)
+			return Output{}, guest.Errorf(abi.CodeInvalidArguments, "syntax error at line %d, column %d: %s", pos.Line-1, pos.Column, serr.Message)
+		}
+		if m := parseErr.FindStringSubmatch(err.Error()); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			return Output{}, guest.Errorf(abi.CodeInvalidArguments, "syntax error at line %d, column %s: %s", max(line-1, 1), m[2], m[3])
+		}
+		return Output{}, guest.Errorf(abi.CodeInvalidArguments, "syntax error: %s", err.Error())
+	}
+	input := goja.Undefined()
+	if len(in.Input) > 0 {
+		var v any
+		if err := json.Unmarshal(in.Input, &v); err != nil {
+			return Output{}, guest.Errorf(abi.CodeInvalidArguments, "input: %s", err.Error())
+		}
+		input = vm.ToValue(v)
+	}
+	if err := p.globals(); err != nil {
+		return Output{}, guest.Errorf(abi.CodeToolError, "set up: %s", err.Error())
+	}
+	fnv, err := vm.RunProgram(prg)
+	if err != nil {
+		return Output{}, p.explain(err, nil)
+	}
+	fn, _ := goja.AssertFunction(fnv)
+	// Calling the async function runs it up to its end (tool calls are
+	// synchronous underneath) and then the promise jobs, so the promise
+	// is settled when the call returns unless the program awaits
+	// something that never resolves.
+	ret, err := fn(goja.Undefined(), input)
+	if err != nil {
+		return Output{}, p.explain(err, nil)
+	}
+	promise, ok := ret.Export().(*goja.Promise)
+	if !ok {
+		return Output{}, guest.Errorf(abi.CodeToolError, "the program did not run as an async function")
+	}
+	switch promise.State() {
+	case goja.PromiseStateRejected:
+		return Output{}, p.explain(nil, promise.Result())
+	case goja.PromiseStatePending:
+		return Output{}, guest.Errorf(abi.CodeToolError, "the program awaited a promise that never settled")
+	}
+	out, err := p.toJSON(promise.Result())
+	if err != nil {
+		return Output{}, guest.Errorf(abi.CodeToolError, "the result is not JSON: %s", err.Error())
+	}
+	return Output{Result: out, Log: p.lines(), LogTruncated: p.truncated, Calls: p.calls}, nil
+}
+
+// program is one run's state.
+type program struct {
+	vm        *goja.Runtime
+	call      toolcall.Caller
+	calls     int
+	log       []string
+	logBytes  int
+	truncated bool
+}
+
+// globals sets tools, call and console.
+func (p *program) globals() error {
+	console := p.vm.NewObject()
+	for _, name := range []string{"log", "info", "warn", "error", "debug"} {
+		if err := console.Set(name, p.print); err != nil {
+			return err
+		}
+	}
+	if err := p.vm.Set("console", console); err != nil {
+		return err
+	}
+	if err := p.vm.Set("call", func(c goja.FunctionCall) goja.Value {
+		tool := c.Argument(0)
+		if goja.IsUndefined(tool) || tool.String() == "" {
+			panic(p.vm.NewTypeError("call(tool, args): the tool must be a name such as \"fs:read\""))
+		}
+		return p.invoke(tool.String(), c.Argument(1))
+	}); err != nil {
+		return err
+	}
+	return p.vm.Set("tools", p.vm.NewDynamicObject(&namespace{p: p}))
+}
+
+// print adds a console line to the capped log.
+func (p *program) print(c goja.FunctionCall) goja.Value {
+	parts := make([]string, len(c.Arguments))
+	for i, a := range c.Arguments {
+		parts[i] = a.String()
+	}
+	msg := strings.Join(parts, " ")
+	if p.logBytes+len(msg) > MaxLogBytes {
+		p.truncated = true
+		return goja.Undefined()
+	}
+	p.logBytes += len(msg)
+	p.log = append(p.log, msg)
+	return goja.Undefined()
+}
+
+func (p *program) lines() []string {
+	if p.log == nil {
+		return []string{}
+	}
+	return p.log
+}
+
+// invoke makes one inner call; a failure is thrown as an Error with
+// code, tool and observation properties.
+func (p *program) invoke(tool string, args goja.Value) goja.Value {
+	raw := []byte("{}")
+	if args != nil && !goja.IsUndefined(args) && !goja.IsNull(args) {
+		b, err := p.toJSON(args)
+		if err != nil {
+			panic(p.vm.NewTypeError("%s: the arguments are not JSON: %s", tool, err.Error()))
+		}
+		raw = b
+	}
+	if p.call == nil {
+		panic(p.vm.NewTypeError("tool calls are not available here"))
+	}
+	p.calls++
+	resp, err := p.call(tool, raw)
+	if err != nil {
+		panic(p.vm.NewGoError(err))
+	}
+	out, err := resp.Result(tool)
+	var cerr *toolcall.Error
+	if errors.As(err, &cerr) {
+		e := p.vm.NewGoError(cerr)
+		_ = e.Set("code", string(cerr.Code))
+		_ = e.Set("tool", cerr.Tool)
+		_ = e.Set("observation", cerr.Observation)
+		panic(e)
+	}
+	var v any
+	if err := json.Unmarshal(out, &v); err != nil {
+		panic(p.vm.NewGoError(err))
+	}
+	return p.vm.ToValue(v)
+}
+
+// toJSON is JSON.stringify(v), with undefined as null.
+func (p *program) toJSON(v goja.Value) (json.RawMessage, error) {
+	if v == nil || goja.IsUndefined(v) {
+		return json.RawMessage("null"), nil
+	}
+	stringify, _ := goja.AssertFunction(p.vm.Get("JSON").ToObject(p.vm).Get("stringify"))
+	s, err := stringify(goja.Undefined(), v)
+	if err != nil {
+		return nil, err
+	}
+	if goja.IsUndefined(s) {
+		return json.RawMessage("null"), nil
+	}
+	return json.RawMessage(s.String()), nil
+}
+
+// explain turns an exception into the tool's error: a failed inner call
+// keeps its code; anything else is TOOL_ERROR with the program's line.
+// val is the thrown value when known, else err's.
+func (p *program) explain(err error, val goja.Value) error {
+	var ex *goja.Exception
+	if val == nil && errors.As(err, &ex) {
+		val = ex.Value()
+	}
+	if obj, ok := val.(*goja.Object); ok {
+		if code := obj.Get("code"); code != nil && !goja.IsUndefined(code) && isCode(code.String()) {
+			return guest.Errorf(abi.Code(code.String()), "%s", obj.Get("message").String())
+		}
+		if stack := obj.Get("stack"); stack != nil && !goja.IsUndefined(stack) {
+			return guest.Errorf(abi.CodeToolError, "%s", shiftLines(stack.String()))
+		}
+	}
+	if val != nil {
+		return guest.Errorf(abi.CodeToolError, "uncaught: %s", val.String())
+	}
+	return guest.Errorf(abi.CodeToolError, "%s", shiftLines(err.Error()))
+}
+
+// shiftLines gives back the line the prologue took in "program.js:L:C"
+// positions.
+func shiftLines(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "program.js:")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		s = s[i+len("program.js:"):]
+		n, j := 0, 0
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			n = n*10 + int(s[j]-'0')
+			j++
+		}
+		fmt.Fprintf(&b, "line %d:", max(n-1, 1))
+		s = strings.TrimPrefix(s[j:], ":")
+	}
+}
+
+func isCode(s string) bool {
+	for _, c := range abi.Codes {
+		if string(c) == s && c != abi.CodeToolError {
+			return true
+		}
+	}
+	return false
+}
+
+// namespace is the global "tools": tools.<ns>.<name>(args) calls the
+// tool "<ns>:<name>" (an underscore in a name stands for a dash).
+type namespace struct {
+	p  *program
+	ns string
+}
+
+func (n *namespace) Get(key string) goja.Value {
+	if n.ns == "" {
+		return n.p.vm.NewDynamicObject(&namespace{p: n.p, ns: key})
+	}
+	id := n.ns + ":" + key
+	return n.p.vm.ToValue(func(c goja.FunctionCall) goja.Value { return n.p.invoke(id, c.Argument(0)) })
+}
+func (n *namespace) Set(string, goja.Value) bool { return false }
+func (n *namespace) Has(string) bool             { return true }
+func (n *namespace) Delete(string) bool          { return false }
+func (n *namespace) Keys() []string              { return nil }
+
+// Interface guards
+var _ goja.DynamicObject = (*namespace)(nil)

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/plugins/internal/toolcall"
+)
+
+// echoCaller answers every call with its arguments, except "x:fail",
+// which fails with PERMISSION_DENIED and an observation.
+func echoCaller(tool string, args []byte) (toolcall.Response, error) {
+	if tool == "x:fail" {
+		return toolcall.Response{Envelope: abi.Failure(tool, abi.Errorf(abi.CodePermissionDenied, "no")), Observation: "Observation: Error - denied"}, nil
+	}
+	return toolcall.Response{Envelope: abi.Envelope{ToolID: tool, Status: abi.StatusSuccess, Output: json.RawMessage(args)}}, nil
+}
+
+// TestRun covers the interpreter side natively: await, console, tool
+// names, and every error kind with its code.
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name, code string
+		code0      abi.Code
+		want       string
+	}{
+		{"return", "return 1 + 1", "", `2`},
+		{"await a tool", "const r = await tools.core.echo({a: input});\nconsole.log('got', r.a);\nreturn r", "", `{"a":7}`},
+		{"call by id", "return call('data:csv-to-json', {b: 2})", "", `{"b":2}`},
+		{"undefined is null", "return undefined", "", `null`},
+		{"caught inner failure", "try { tools.x.fail({}) } catch (e) { return e.code }", "", `"PERMISSION_DENIED"`},
+		{"uncaught inner failure", "await tools.x.fail({})", abi.CodePermissionDenied, "x:fail failed with PERMISSION_DENIED: Observation: Error - denied"},
+		{"syntax", "let x = 1;\nreturn (1 +;", abi.CodeInvalidArguments, "syntax error at line 2"},
+		{"throw", "throw new Error('boom')", abi.CodeToolError, "boom"},
+		{"throw in a later line", "let a = 1;\nnull.x", abi.CodeToolError, "line 2"},
+		{"empty", " ", abi.CodeInvalidArguments, "code is empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Run(Input{Code: tc.code, Input: json.RawMessage("7")}, echoCaller)
+			if tc.code0 == "" {
+				if err != nil || string(out.Result) != tc.want {
+					t.Fatalf("got %s, %v; want %s", out.Result, err, tc.want)
+				}
+				return
+			}
+			var ae *abi.Error
+			if !errors.As(err, &ae) || ae.Code != tc.code0 || !strings.Contains(ae.Message, tc.want) {
+				t.Fatalf("got %v, want %s with %q", err, tc.code0, tc.want)
+			}
+		})
+	}
+}
