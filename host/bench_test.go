@@ -315,7 +315,7 @@ func BenchmarkNativeEcho(b *testing.B) {
 	}
 	echo := func(_ context.Context, m msg) (msg, error) { return m, nil }
 	ctx := context.Background()
-	h, err := host.New(ctx, host.Options{Tools: []host.Tool{host.Func("bench:echo", "Echo.", echo)}, CacheDir: b.TempDir()})
+	h, err := host.New(ctx, host.Options{Tools: []host.Tool{host.Func(host.FuncSpec{ID: "bench:echo", Description: "Echo."}, echo)}, CacheDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

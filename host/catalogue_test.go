@@ -167,7 +167,7 @@ func TestReloadSemantics(t *testing.T) {
 func TestUnregisterDuringCall(t *testing.T) {
 	h := hosttest.NewHost(t, nil)
 	started, release := make(chan struct{}), make(chan struct{})
-	slow := host.Func("app:slow", "Waits to be released.", func(ctx context.Context, _ struct{}) (string, error) {
+	slow := host.Func(host.FuncSpec{ID: "app:slow", Description: "Waits to be released."}, func(ctx context.Context, _ struct{}) (string, error) {
 		close(started)
 		<-release
 		return "done", nil

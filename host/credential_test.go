@@ -32,14 +32,14 @@ func TestCredentials(t *testing.T) {
 		Fail bool   `json:"fail,omitempty"`
 		Echo string `json:"echo,omitempty"`
 	}
-	leak := host.Func("cal:leak", "Leaks its credential.", func(ctx context.Context, a in) (map[string]any, error) {
+	leak := host.Func(host.FuncSpec{ID: "cal:leak", Description: "Leaks its credential.", SecurityContext: &manifest.SecurityContext{Credentials: []string{"calendar"}}}, func(ctx context.Context, a in) (map[string]any, error) {
 		tok := host.Env(ctx)[credential.EnvName("calendar")]
 		_, verr := issuer.Verify(tok, "acme", "cal:leak")
 		if a.Fail {
 			return nil, errors.New("cannot use " + tok)
 		}
 		return map[string]any{"valid": verr == nil, "token": tok, "b64": base64.StdEncoding.EncodeToString([]byte(tok)), "echo": a.Echo}, nil
-	}, host.WithSecurityContext(manifest.SecurityContext{Credentials: []string{"calendar"}}))
+	})
 	ctx := context.Background()
 	h, err := host.New(ctx, host.Options{CacheDir: hosttest.CacheDir(t), Tools: []host.Tool{leak}, Credentials: issuer, Tenant: "acme"})
 	if err != nil {
@@ -116,7 +116,7 @@ func TestCredentialRedactionHoles(t *testing.T) {
 		Echo string `json:"echo,omitempty"`
 	}
 	escaped := func(tok string) string { return `\u0061` + tok[1:] }
-	leak := host.Func("cal:leak", "Leaks a credential.", func(ctx context.Context, a in) (json.RawMessage, error) {
+	leak := host.Func(host.FuncSpec{ID: "cal:leak", Description: "Leaks a credential.", SecurityContext: &manifest.SecurityContext{Credentials: []string{"calendar"}}}, func(ctx context.Context, a in) (json.RawMessage, error) {
 		tok := host.Env(ctx)[credential.EnvName("calendar")]
 		switch a.Mode {
 		case "escaped":
@@ -129,7 +129,7 @@ func TestCredentialRedactionHoles(t *testing.T) {
 			return json.RawMessage(`{"token":"` + tok + `xyz","prefixed":"ahc1.` + tok + `"}`), nil
 		}
 		return json.RawMessage(`{}`), nil
-	}, host.WithSecurityContext(manifest.SecurityContext{Credentials: []string{"calendar"}}))
+	})
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "leak.workflow.json"), []byte(`{"id":"leak","name":"Leak","description":"Runs a leaking node.","version":"1.0.0",
 		"interfaceInputs":{},"interfaceOutputs":{"token":{"description":"t","dataFlowType":"STRING"}},

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"runtime"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/manifest"
 )
 
 // toolpacks is the repository's toolpacks folder (built by `make toolpacks`).
@@ -63,7 +65,7 @@ func ExampleFunc() {
 		City string `json:"city"`
 		Temp int    `json:"tempC"`
 	}
-	forecast := host.Func("weather:now", "Current temperature in a city.",
+	forecast := host.Func(host.FuncSpec{ID: "weather:now", Description: "Current temperature in a city."},
 		func(ctx context.Context, a args) (weather, error) {
 			return weather{City: a.City, Temp: 21}, nil
 		})
@@ -81,4 +83,31 @@ func ExampleFunc() {
 	// Output:
 	// success {"city":"Lyon","tempC":21}
 	// failure INVALID_ARGUMENTS
+}
+
+// ExampleFuncSpec describes a Go tool the way a manifest file describes
+// one on disk: tags, a worked example, safe retries and what it may read.
+// The policy's ceiling still applies to the file access it requests.
+func ExampleFuncSpec() {
+	type args struct {
+		Name string `json:"name"`
+	}
+	size := host.Func(host.FuncSpec{
+		ID:          "notes:size",
+		Description: "The size in bytes of a workspace file.",
+		Version:     "1.2.0",
+		Tags:        []string{"notes", "read-only"},
+		Examples: []manifest.Example{
+			{Description: "The size of todo.md", Input: json.RawMessage(`{"name":"todo.md"}`)},
+		},
+		SecurityContext: &manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowRead: []string{"notes/**"}}},
+		Idempotent:      true,
+	}, func(ctx context.Context, a args) (int, error) {
+		b, err := fs.ReadFile(host.FS(ctx), "notes/"+a.Name)
+		return len(b), err
+	})
+	m := size.Manifest()
+	fmt.Println(m.ToolID, m.Version, m.Tags, m.Idempotent, m.SecurityContext.FileAccess.AllowRead)
+	// Output:
+	// notes:size 1.2.0 [notes read-only] true [notes/**]
 }

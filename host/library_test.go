@@ -15,7 +15,7 @@ import (
 // concurrent calls with one result each, in order.
 func TestLibrary(t *testing.T) {
 	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t), "../cmd/agenthost/testdata/badpack")
-	if err := h.Register(host.Func("app:greet", "Greets.", greet, host.WithTags("text", "app"))); err != nil {
+	if err := h.Register(host.Func(host.FuncSpec{ID: "app:greet", Description: "Greets.", Tags: []string{"text", "app"}}, greet)); err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[string]int{}

@@ -28,81 +28,75 @@ type Tool struct {
 // types); nil when Func failed (see [Host.Register]'s error).
 func (t Tool) Manifest() *manifest.Tool { return t.manifest }
 
-// FuncOption adjusts a [Func] tool's manifest.
-type FuncOption func(*funcSpec)
-
-type funcSpec struct {
-	displayName, version string
-	tags                 []string
-	examples             []manifest.Example
-	sc                   *manifest.SecurityContext
-	service, method      string
-	ui                   map[string]string
-	idempotent, async    bool
+// FuncSpec describes a Go function as a tool: what a manifest file says
+// of a tool on disk, less the schemas, which [Func] derives from the
+// function's types. ID and Description are required; every other field's
+// zero value is its default.
+type FuncSpec struct {
+	// ID is the tool ID, "namespace:name".
+	ID string
+	// Description tells a model what the tool does and when to call it.
+	Description string
+	// DisplayName is the human name (default: ID).
+	DisplayName string
+	// Version is the tool's SemVer version (default 1.0.0).
+	Version string
+	// Tags are the tool's tags, as [Query] selects them.
+	Tags []string
+	// Examples are calls of the tool, as in a manifest: each Input must
+	// validate against the derived parameter schema.
+	Examples []manifest.Example
+	// SecurityContext is what the tool requests (file access, network,
+	// env, limits); nil requests nothing. The policy's ceiling still
+	// applies, and [FS], [WriteFile], [HTTPClient] and [Env] hand the
+	// tool only the effective grant.
+	SecurityContext *manifest.SecurityContext
+	// Service and Method bind the function to a service and method, so
+	// that a manifest with handler "service-method" naming them runs it
+	// (default: the ID's namespace and name).
+	Service, Method string
+	// UI holds display hints for the tool's result ({"kind": "table",
+	// "rows": "/items"}), handed on as ui_hints by the agent loop.
+	UI map[string]string
+	// Idempotent marks the tool safe to retry with the same arguments
+	// (MCP's idempotentHint).
+	Idempotent bool
+	// Async marks the tool's calls as long: agenthost serve answers them
+	// with a job handle (see manifest.Tool.Async).
+	Async bool
 }
 
-// WithUI sets display hints for the tool's result ({"kind": "table",
-// "rows": "/items"}), handed on as ui_hints by the agent loop.
-func WithUI(hints map[string]string) FuncOption { return func(s *funcSpec) { s.ui = hints } }
-
-// WithIdempotent marks the tool safe to retry with the same arguments
-// (MCP's idempotentHint).
-func WithIdempotent() FuncOption { return func(s *funcSpec) { s.idempotent = true } }
-
-// WithAsync marks the tool's calls as long: agenthost serve answers them
-// with a job handle (see manifest.Tool.Async).
-func WithAsync() FuncOption { return func(s *funcSpec) { s.async = true } }
-
-// WithDisplayName sets the human name (default: the ID).
-func WithDisplayName(name string) FuncOption { return func(s *funcSpec) { s.displayName = name } }
-
-// WithVersion sets the SemVer version (default 1.0.0).
-func WithVersion(v string) FuncOption { return func(s *funcSpec) { s.version = v } }
-
-// WithTags sets the tool's tags.
-func WithTags(tags ...string) FuncOption { return func(s *funcSpec) { s.tags = tags } }
-
-// WithExample adds an example; input must validate against the derived
-// parameter schema, like a manifest's examples.
-func WithExample(description string, input, expectedOutput any) FuncOption {
-	return func(s *funcSpec) {
-		in, _ := json.Marshal(input)
-		ex := manifest.Example{Description: description, Input: in}
-		if expectedOutput != nil {
-			ex.ExpectedOutput, _ = json.Marshal(expectedOutput)
-		}
-		s.examples = append(s.examples, ex)
+// Func makes a Go function a tool described by spec. The parameter and
+// output schemas are derived from In and Out
+// (github.com/google/jsonschema-go: exported fields, `json` tags for names
+// and omitempty for optional fields, `jsonschema` tags for descriptions;
+// and an `enum:"a,b,c"` tag for the allowed values of a string field) and
+// compiled by the same validator as manifests. The function gets the
+// validated arguments decoded into In; its Out is the call's output. An
+// error that is an *abi.Error keeps its code, any other is TOOL_ERROR.
+//
+// A spec that does not make a valid manifest (no ID, no description, an
+// example that does not validate) is reported by [Host.Register], or by
+// [New] for [Options.Tools].
+func Func[In, Out any](spec FuncSpec, fn func(context.Context, In) (Out, error)) Tool {
+	id := spec.ID
+	if id == "" {
+		// Every default below derives from the ID: say so before the
+		// manifest's checks report each empty field.
+		return Tool{err: errors.New("native tool: FuncSpec.ID is empty")}
 	}
-}
-
-// WithSecurityContext sets what the tool requests (file access, network,
-// env, limits): the policy's ceiling still applies, and [FS], [WriteFile],
-// [HTTPClient] and [Env] hand the tool only the effective grant.
-func WithSecurityContext(sc manifest.SecurityContext) FuncOption {
-	return func(s *funcSpec) { s.sc = &sc }
-}
-
-// WithService binds the function to a service and method, so that a
-// manifest with handler "service-method" naming them runs it (default:
-// the ID's namespace and name).
-func WithService(service, method string) FuncOption {
-	return func(s *funcSpec) { s.service, s.method = service, method }
-}
-
-// Func makes a Go function a tool. The parameter and output schemas are
-// derived from In and Out (github.com/google/jsonschema-go: exported
-// fields, `json` tags for names and omitempty for optional fields,
-// `jsonschema` tags for descriptions; and an `enum:"a,b,c"` tag for the
-// allowed values of a string field) and compiled by the same validator as
-// manifests. The function gets the validated arguments decoded into In;
-// its Out is the call's output. An error that is an *abi.Error keeps its
-// code, any other is TOOL_ERROR.
-func Func[In, Out any](id, description string, fn func(context.Context, In) (Out, error), opts ...FuncOption) Tool {
-	spec := funcSpec{displayName: id, version: "1.0.0"}
+	if spec.DisplayName == "" {
+		spec.DisplayName = id
+	}
+	if spec.Version == "" {
+		spec.Version = "1.0.0"
+	}
 	ns, name, _ := strings.Cut(id, ":")
-	spec.service, spec.method = ns, name
-	for _, o := range opts {
-		o(&spec)
+	if spec.Service == "" {
+		spec.Service = ns
+	}
+	if spec.Method == "" {
+		spec.Method = name
 	}
 	in, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -115,29 +109,29 @@ func Func[In, Out any](id, description string, fn func(context.Context, In) (Out
 	}
 	applyEnums(reflect.TypeFor[Out](), out)
 	doc := map[string]any{
-		"toolId": id, "displayName": spec.displayName, "description": description, "version": spec.version,
-		"handler":    map[string]any{"type": manifest.HandlerServiceMethod, "serviceName": spec.service, "methodName": spec.method},
+		"toolId": id, "displayName": spec.DisplayName, "description": spec.Description, "version": spec.Version,
+		"handler":    map[string]any{"type": manifest.HandlerServiceMethod, "serviceName": spec.Service, "methodName": spec.Method},
 		"parameters": in,
 	}
 	if out.Type == "object" {
 		doc["output"] = out
 	}
-	if len(spec.tags) > 0 {
-		doc["tags"] = spec.tags
+	if len(spec.Tags) > 0 {
+		doc["tags"] = spec.Tags
 	}
-	if len(spec.examples) > 0 {
-		doc["examples"] = spec.examples
+	if len(spec.Examples) > 0 {
+		doc["examples"] = spec.Examples
 	}
-	if spec.sc != nil {
-		doc["securityContext"] = spec.sc
+	if spec.SecurityContext != nil {
+		doc["securityContext"] = spec.SecurityContext
 	}
-	if spec.ui != nil {
-		doc["ui"] = spec.ui
+	if spec.UI != nil {
+		doc["ui"] = spec.UI
 	}
-	if spec.idempotent {
+	if spec.Idempotent {
 		doc["idempotent"] = true
 	}
-	if spec.async {
+	if spec.Async {
 		doc["async"] = true
 	}
 	b, err := json.Marshal(doc)

@@ -43,7 +43,7 @@ func greet(_ context.Context, a greetArgs) (greeting, error) {
 // tags), arguments validated like any tool's, output typed.
 func TestFunc_roundTrip(t *testing.T) {
 	h := hosttest.NewHost(t, nil)
-	if err := h.Register(host.Func("app:greet", "Greets someone.", greet)); err != nil {
+	if err := h.Register(host.Func(host.FuncSpec{ID: "app:greet", Description: "Greets someone."}, greet)); err != nil {
 		t.Fatal(err)
 	}
 	tl, err := h.Tool("app:greet")
@@ -86,15 +86,15 @@ func TestFunc_failures(t *testing.T) {
 	h := hosttest.NewHost(t, nil)
 	type none struct{}
 	tools := []host.Tool{
-		host.Func("app:fail", "Fails.", func(context.Context, none) (none, error) { return none{}, errors.New("no luck") }),
-		host.Func("app:notfound", "Fails with a code.", func(context.Context, none) (none, error) {
+		host.Func(host.FuncSpec{ID: "app:fail", Description: "Fails."}, func(context.Context, none) (none, error) { return none{}, errors.New("no luck") }),
+		host.Func(host.FuncSpec{ID: "app:notfound", Description: "Fails with a code."}, func(context.Context, none) (none, error) {
 			return none{}, abi.Errorf(abi.CodeInvalidArguments, "no such row")
 		}),
-		host.Func("app:panic", "Panics.", func(context.Context, none) (none, error) { panic("boom") }),
-		host.Func("app:slow", "Waits for its context.", func(ctx context.Context, _ none) (none, error) {
+		host.Func(host.FuncSpec{ID: "app:panic", Description: "Panics."}, func(context.Context, none) (none, error) { panic("boom") }),
+		host.Func(host.FuncSpec{ID: "app:slow", Description: "Waits for its context.", SecurityContext: &manifest.SecurityContext{Limits: &manifest.Limits{TimeoutMs: 50}}}, func(ctx context.Context, _ none) (none, error) {
 			<-ctx.Done()
 			return none{}, ctx.Err()
-		}, host.WithSecurityContext(manifest.SecurityContext{Limits: &manifest.Limits{TimeoutMs: 50}})),
+		}),
 	}
 	for _, tl := range tools {
 		if err := h.Register(tl); err != nil {
@@ -139,11 +139,11 @@ func TestFunc_grant(t *testing.T) {
 	type pathArg struct {
 		Path string `json:"path"`
 	}
-	read := host.Func("app:read", "Reads a workspace file.", func(ctx context.Context, a pathArg) (string, error) {
+	read := host.Func(host.FuncSpec{ID: "app:read", Description: "Reads a workspace file.", SecurityContext: &manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowRead: []string{"**"}, AllowWrite: []string{"out/**"}}}}, func(ctx context.Context, a pathArg) (string, error) {
 		b, err := fs.ReadFile(host.FS(ctx), a.Path)
 		return string(b), err
-	}, host.WithSecurityContext(manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowRead: []string{"**"}, AllowWrite: []string{"out/**"}}}))
-	list := host.Func("app:list", "Lists the workspace.", func(ctx context.Context, _ struct{}) ([]string, error) {
+	})
+	list := host.Func(host.FuncSpec{ID: "app:list", Description: "Lists the workspace.", SecurityContext: &manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowRead: []string{"**"}}}}, func(ctx context.Context, _ struct{}) ([]string, error) {
 		var names []string
 		err := fs.WalkDir(host.FS(ctx), ".", func(p string, d fs.DirEntry, err error) error {
 			if err == nil && p != "." {
@@ -152,10 +152,10 @@ func TestFunc_grant(t *testing.T) {
 			return err
 		})
 		return names, err
-	}, host.WithSecurityContext(manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowRead: []string{"**"}}}))
-	write := host.Func("app:write", "Writes a file.", func(ctx context.Context, a pathArg) (bool, error) {
+	})
+	write := host.Func(host.FuncSpec{ID: "app:write", Description: "Writes a file.", SecurityContext: &manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowWrite: []string{"out/**"}}}}, func(ctx context.Context, a pathArg) (bool, error) {
 		return true, host.WriteFile(ctx, a.Path, []byte("w"), 0o644)
-	}, host.WithSecurityContext(manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowWrite: []string{"out/**"}}}))
+	})
 	h := hosttest.NewHost(t, hosttest.Policy(t, "workspace: "+ws+"\nfileAccess: {allowRead: [\"data/**\"], allowWrite: [\"out/**\"]}"))
 	for _, tl := range []host.Tool{read, list, write} {
 		if err := h.Register(tl); err != nil {
@@ -202,9 +202,9 @@ func TestServiceMethodBinds(t *testing.T) {
 	type idArg struct {
 		ID int `json:"id"`
 	}
-	fn := host.Func("crm:lookup-impl", "Implements crm.Lookup.", func(_ context.Context, a idArg) (map[string]any, error) {
+	fn := host.Func(host.FuncSpec{ID: "crm:lookup-impl", Description: "Implements crm.Lookup.", Service: "crm", Method: "Lookup"}, func(_ context.Context, a idArg) (map[string]any, error) {
 		return map[string]any{"id": a.ID, "name": "Ada"}, nil
-	}, host.WithService("crm", "Lookup"))
+	})
 	ctx := context.Background()
 	h, err := host.New(ctx, host.Options{Dirs: []string{dir}, Tools: []host.Tool{fn}, CacheDir: t.TempDir()})
 	if err != nil {
@@ -214,7 +214,7 @@ func TestServiceMethodBinds(t *testing.T) {
 	if env := h.Call(ctx, "crm:lookup", json.RawMessage(`{"id":"7"}`)); env.Status != abi.StatusSuccess || string(env.Output) != `{"id":7,"name":"Ada"}` {
 		t.Fatalf("%s %v", env.Output, env.Error)
 	}
-	bare, err := host.New(ctx, host.Options{Dirs: []string{dir}, Tools: []host.Tool{host.Func("other:x", "X.", greet)}, CacheDir: t.TempDir()})
+	bare, err := host.New(ctx, host.Options{Dirs: []string{dir}, Tools: []host.Tool{host.Func(host.FuncSpec{ID: "other:x", Description: "X."}, greet)}, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,9 +231,9 @@ func TestServiceMethodBinds(t *testing.T) {
 // it has a jobs API.
 func TestFunc_uiIdempotentAsync(t *testing.T) {
 	type none struct{}
-	rows := host.Func("app:rows", "Rows.", func(context.Context, none) (map[string]any, error) {
+	rows := host.Func(host.FuncSpec{ID: "app:rows", Description: "Rows.", UI: map[string]string{"kind": "table", "rows": "/items", "columns": "/cols"}, Idempotent: true}, func(context.Context, none) (map[string]any, error) {
 		return map[string]any{"items": []any{map[string]any{"a": 1}}}, nil
-	}, host.WithUI(map[string]string{"kind": "table", "rows": "/items", "columns": "/cols"}), host.WithIdempotent())
+	})
 	h := hosttest.NewHost(t, nil)
 	if err := h.Register(rows); err != nil {
 		t.Fatal(err)
@@ -242,15 +242,44 @@ func TestFunc_uiIdempotentAsync(t *testing.T) {
 	if !tl.Idempotent || tl.UI["kind"] != "table" {
 		t.Fatalf("manifest %+v", tl)
 	}
-	async := host.Func("app:later", "Later.", func(context.Context, none) (none, error) { return none{}, nil }, host.WithAsync())
+	async := host.Func(host.FuncSpec{ID: "app:later", Description: "Later.", Async: true}, func(context.Context, none) (none, error) { return none{}, nil })
 	if err := h.Register(async); err != nil {
 		t.Fatalf("an async tool: %v", err)
 	}
 	if tl, err := h.Tool("app:later"); err != nil || !tl.Async {
 		t.Fatalf("async not kept: %+v %v", tl, err)
 	}
-	bad := host.Func("app:badui", "Bad UI.", func(context.Context, none) (none, error) { return none{}, nil }, host.WithUI(map[string]string{"kind": "hologram"}))
+	bad := host.Func(host.FuncSpec{ID: "app:badui", Description: "Bad UI.", UI: map[string]string{"kind": "hologram"}}, func(context.Context, none) (none, error) { return none{}, nil })
 	if err := h.Register(bad); err == nil {
 		t.Fatal("an unknown ui kind registered")
+	}
+}
+
+// TestFuncSpec_invalid pins that a spec that does not make a valid
+// manifest is refused at registration with the tool named, never
+// registered half-way.
+func TestFuncSpec_invalid(t *testing.T) {
+	tests := []struct {
+		name string
+		spec host.FuncSpec
+		want string
+	}{
+		{"no ID", host.FuncSpec{Description: "Greets."}, "funcspec.id is empty"},
+		{"no description", host.FuncSpec{ID: "app:greet"}, "description"},
+		{"bad version", host.FuncSpec{ID: "app:greet", Description: "Greets.", Version: "one"}, "version"},
+		{"example that does not validate", host.FuncSpec{ID: "app:greet", Description: "Greets.",
+			Examples: []manifest.Example{{Description: "no name", Input: json.RawMessage(`{"name":7}`)}}}, "example"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := hosttest.NewHost(t, nil)
+			err := h.Register(host.Func(tc.spec, greet))
+			if err == nil || !strings.Contains(strings.ToLower(err.Error()), tc.want) {
+				t.Fatalf("got %v, want an error naming %q", err, tc.want)
+			}
+			if _, err := h.Tool("app:greet"); err == nil {
+				t.Fatal("the tool was registered")
+			}
+		})
 	}
 }

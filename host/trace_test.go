@@ -54,7 +54,7 @@ func BenchmarkTracing(b *testing.B) {
 	ctx := context.Background()
 	argsOf := map[string]json.RawMessage{"core:echo": json.RawMessage(`{"a":1}`), "bench:noop": json.RawMessage(`{}`)}
 	type none struct{}
-	noop := host.Func("bench:noop", "Does nothing.", func(context.Context, none) (none, error) { return none{}, nil })
+	noop := host.Func(host.FuncSpec{ID: "bench:noop", Description: "Does nothing."}, func(context.Context, none) (none, error) { return none{}, nil })
 	for _, mode := range []string{"off", "on", "sampled-10%"} {
 		opts := host.Options{Dirs: []string{hosttest.Toolpacks(b)}, CacheDir: hosttest.CacheDir(b), Tools: []host.Tool{noop}}
 		switch mode {

@@ -36,7 +36,7 @@ type countResult struct {
 
 // tools are the application's Go tools.
 func tools() []host.Tool {
-	now := host.Func("clock:now", "The UTC offset of an IANA time zone right now.",
+	now := host.Func(host.FuncSpec{ID: "clock:now", Description: "The UTC offset of an IANA time zone right now."},
 		func(ctx context.Context, a nowArgs) (nowResult, error) {
 			loc, err := time.LoadLocation(a.Zone)
 			if err != nil {
@@ -44,7 +44,11 @@ func tools() []host.Tool {
 			}
 			return nowResult{Zone: a.Zone, Offset: time.Now().In(loc).Format("-07:00")}, nil
 		})
-	count := host.Func("notes:count", "Counts the workspace files with a name suffix.",
+	count := host.Func(host.FuncSpec{
+		ID:              "notes:count",
+		Description:     "Counts the workspace files with a name suffix.",
+		SecurityContext: &manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowRead: []string{"examples/**"}}},
+	},
 		func(ctx context.Context, a countArgs) (countResult, error) {
 			n := 0
 			err := fs.WalkDir(host.FS(ctx), ".", func(p string, d fs.DirEntry, err error) error {
@@ -54,8 +58,7 @@ func tools() []host.Tool {
 				return err
 			})
 			return countResult{Files: n}, err
-		},
-		host.WithSecurityContext(manifest.SecurityContext{FileAccess: &manifest.FileAccess{AllowRead: []string{"examples/**"}}}))
+		})
 	return []host.Tool{now, count}
 }
 

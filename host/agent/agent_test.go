@@ -211,9 +211,9 @@ func TestOpenAI(t *testing.T) {
 func TestUIHints(t *testing.T) {
 	h := hosttest.NewHost(t, nil)
 	type none struct{}
-	rows := host.Func("app:rows", "Rows.", func(context.Context, none) (map[string]any, error) {
+	rows := host.Func(host.FuncSpec{ID: "app:rows", Description: "Rows.", UI: map[string]string{"kind": "table", "rows": "/items", "columns": "/cols"}}, func(context.Context, none) (map[string]any, error) {
 		return map[string]any{"items": []any{1, 2}}, nil
-	}, host.WithUI(map[string]string{"kind": "table", "rows": "/items", "columns": "/cols"}))
+	})
 	if err := h.Register(rows); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestParallelCalls(t *testing.T) {
 		N int `json:"n"`
 	}
 	started := make(chan struct{}, 2)
-	meet := host.Func("app:meet", "Waits for its sibling.", func(ctx context.Context, a in) (int, error) {
+	meet := host.Func(host.FuncSpec{ID: "app:meet", Description: "Waits for its sibling."}, func(ctx context.Context, a in) (int, error) {
 		started <- struct{}{}
 		deadline := time.After(10 * time.Second)
 		for len(started) < 2 {

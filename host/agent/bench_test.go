@@ -31,7 +31,7 @@ func (s *scripted) Complete(context.Context, llm.Request) (llm.Response, error) 
 func BenchmarkIteration(b *testing.B) {
 	ctx := context.Background()
 	type none struct{}
-	noop := host.Func("b:noop", "Does nothing.", func(context.Context, none) (none, error) { return none{}, nil })
+	noop := host.Func(host.FuncSpec{ID: "b:noop", Description: "Does nothing."}, func(context.Context, none) (none, error) { return none{}, nil })
 	h, err := host.New(ctx, host.Options{Tools: []host.Tool{noop}, CacheDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)

@@ -35,7 +35,12 @@ const maxCompleteTokens = 32768
 // may deny it, its grant's timeout applies, and every call is logged.
 // Tool calls the model asks for are not run: only the text comes back.
 func CompleteTool(p llm.Provider, model string) host.Tool {
-	return host.Func(CompleteToolID, "Asks the configured language model for a completion of one prompt and returns its text.",
+	return host.Func(host.FuncSpec{
+		ID:          CompleteToolID,
+		Description: "Asks the configured language model for a completion of one prompt and returns its text.",
+		DisplayName: "LLM completion",
+		Tags:        []string{"llm"},
+	},
 		func(ctx context.Context, in CompleteInput) (CompleteOutput, error) {
 			if strings.TrimSpace(in.Prompt) == "" {
 				return CompleteOutput{}, abi.Errorf(abi.CodeInvalidArguments, "prompt is empty")
@@ -57,5 +62,5 @@ func CompleteTool(p llm.Provider, model string) host.Tool {
 				return CompleteOutput{}, abi.Errorf(abi.CodeToolError, "the model provider failed: %s", err.Error())
 			}
 			return CompleteOutput{Text: resp.Content}, nil
-		}, host.WithTags("llm"), host.WithDisplayName("LLM completion"))
+		})
 }

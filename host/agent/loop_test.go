@@ -233,7 +233,7 @@ func TestHistory(t *testing.T) {
 func TestCallIDReachesTheCall(t *testing.T) {
 	h := hosttest.NewHost(t, nil)
 	type none struct{}
-	who := host.Func("app:whoami", "Returns its call ID.", func(ctx context.Context, _ none) (string, error) {
+	who := host.Func(host.FuncSpec{ID: "app:whoami", Description: "Returns its call ID."}, func(ctx context.Context, _ none) (string, error) {
 		return host.CallIDFrom(ctx), nil
 	})
 	if err := h.Register(who); err != nil {

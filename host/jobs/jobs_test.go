@@ -33,7 +33,7 @@ func (g *gate) tool() host.Tool {
 	type in struct {
 		N int `json:"n"`
 	}
-	return host.Func("app:gate", "Waits for its gate.", func(ctx context.Context, a in) (map[string]int, error) {
+	return host.Func(host.FuncSpec{ID: "app:gate", Description: "Waits for its gate."}, func(ctx context.Context, a in) (map[string]int, error) {
 		n := g.inFlight.Add(1)
 		defer g.inFlight.Add(-1)
 		for h := g.high.Load(); n > h && !g.high.CompareAndSwap(h, n); h = g.high.Load() {

@@ -20,7 +20,7 @@ func ExampleServer_RunIO() {
 	type greeting struct {
 		Text string `json:"text"`
 	}
-	greet := host.Func("demo:greet", "Greets someone.", func(_ context.Context, a args) (greeting, error) {
+	greet := host.Func(host.FuncSpec{ID: "demo:greet", Description: "Greets someone."}, func(_ context.Context, a args) (greeting, error) {
 		return greeting{Text: "hello " + a.Name}, nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -196,7 +196,7 @@ func failedCancelled(h *host.Host, n int64) bool {
 func TestFastPathUnencodable(t *testing.T) {
 	h := hosttest.NewHost(t, nil)
 	type none struct{}
-	bad := host.Func("app:bad", "Fails with details JSON cannot hold.", func(context.Context, none) (none, error) {
+	bad := host.Func(host.FuncSpec{ID: "app:bad", Description: "Fails with details JSON cannot hold."}, func(context.Context, none) (none, error) {
 		return none{}, abi.Errorf(abi.CodeToolError, "no").WithDetails(map[string]any{"x": math.NaN()})
 	})
 	if err := h.Register(bad); err != nil {

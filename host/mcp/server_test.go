@@ -104,7 +104,7 @@ func TestListChangedAndCancel(t *testing.T) {
 	cs := connect(t, h, &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed.Add(1) }})
 	started := make(chan struct{})
 	type none struct{}
-	slow := host.Func("app:slow", "Waits for its context.", func(ctx context.Context, _ none) (none, error) {
+	slow := host.Func(host.FuncSpec{ID: "app:slow", Description: "Waits for its context."}, func(ctx context.Context, _ none) (none, error) {
 		close(started)
 		<-ctx.Done()
 		return none{}, ctx.Err()
@@ -161,7 +161,7 @@ func TestStreamableHTTP(t *testing.T) {
 func TestIdempotentHint(t *testing.T) {
 	h := hosttest.NewHost(t, nil)
 	type none struct{}
-	if err := h.Register(host.Func("app:same", "Same.", func(context.Context, none) (none, error) { return none{}, nil }, host.WithIdempotent())); err != nil {
+	if err := h.Register(host.Func(host.FuncSpec{ID: "app:same", Description: "Same.", Idempotent: true}, func(context.Context, none) (none, error) { return none{}, nil })); err != nil {
 		t.Fatal(err)
 	}
 	res, err := connect(t, h, nil).ListTools(context.Background(), nil)

@@ -22,7 +22,7 @@ func TestSessionBounds(t *testing.T) {
 	}
 	ctx := context.Background()
 	h, err := host.New(ctx, host.Options{CacheDir: hosttest.CacheDir(t), Tools: []host.Tool{
-		host.Func("app:echo", "Echoes.", func(_ context.Context, a in) (in, error) { return a, nil })}})
+		host.Func(host.FuncSpec{ID: "app:echo", Description: "Echoes."}, func(_ context.Context, a in) (in, error) { return a, nil })}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -346,7 +346,7 @@ func TestTasksDrain(t *testing.T) {
 	h := hosttest.NewHost(t, nil)
 	release := make(chan struct{})
 	type none struct{}
-	hold := host.Func("app:hold", "Waits to be released.", func(ctx context.Context, _ none) (none, error) {
+	hold := host.Func(host.FuncSpec{ID: "app:hold", Description: "Waits to be released."}, func(ctx context.Context, _ none) (none, error) {
 		select {
 		case <-release:
 		case <-ctx.Done():

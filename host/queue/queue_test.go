@@ -40,12 +40,12 @@ func (tl *tools) build(worker, tenant string) []host.Tool {
 		}
 	}
 	return []host.Tool{
-		host.Func("app:once", "Blocks; not idempotent.", block),
-		host.Func("app:again", "Blocks; idempotent.", block, host.WithIdempotent()),
-		host.Func("app:who", "Says which worker ran it.", func(context.Context, none) (map[string]string, error) {
+		host.Func(host.FuncSpec{ID: "app:once", Description: "Blocks; not idempotent."}, block),
+		host.Func(host.FuncSpec{ID: "app:again", Description: "Blocks; idempotent.", Idempotent: true}, block),
+		host.Func(host.FuncSpec{ID: "app:who", Description: "Says which worker ran it."}, func(context.Context, none) (map[string]string, error) {
 			return map[string]string{"worker": worker}, nil
 		}),
-		host.Func("app:tenant", "Says as which tenant it ran.", func(_ context.Context, in struct {
+		host.Func(host.FuncSpec{ID: "app:tenant", Description: "Says as which tenant it ran."}, func(_ context.Context, in struct {
 			Secret string `json:"secret,omitempty"`
 		}) (map[string]string, error) {
 			tl.mu.Lock()

@@ -89,9 +89,9 @@ var hostileHints = map[string]map[string]string{
 // consoleTools are the native tools of the console fixture.
 func consoleTools() []host.Tool {
 	type none struct{}
-	fruit := host.Func("app:fruit", "Fruit and their prices.", func(context.Context, none) (map[string]any, error) {
+	fruit := host.Func(host.FuncSpec{ID: "app:fruit", Description: "Fruit and their prices.", UI: map[string]string{"kind": "table", "rows": "/items"}}, func(context.Context, none) (map[string]any, error) {
 		return map[string]any{"items": []map[string]any{{"fruit": "apple", "price": 1.5}, {"fruit": "pear", "price": 2.25}, {"fruit": "fig", "price": 0.75}}}, nil
-	}, host.WithUI(map[string]string{"kind": "table", "rows": "/items"}))
+	})
 	// Each renderer gets a tool whose result is hostile everywhere its
 	// hints point.
 	payload := map[string]any{"columns": []string{xss, "b"}, "rows": []map[string]any{{xss: xss, "b": map[string]any{xss: xss}}},
@@ -99,9 +99,9 @@ func consoleTools() []host.Tool {
 		"text": "// " + xss + "\n\"" + xss + "\" 42", "remote": "https://evil.example/" + xss, "script": "javascript:window.xss=1", "alt": xss, "object": map[string]any{xss: []any{xss, map[string]any{xss: xss}}}}
 	var tools []host.Tool
 	for name, hints := range hostileHints {
-		tools = append(tools, host.Func("app:"+name, "A hostile result.", func(context.Context, none) (map[string]any, error) { return payload, nil }, host.WithUI(hints)))
+		tools = append(tools, host.Func(host.FuncSpec{ID: "app:" + name, Description: "A hostile result.", UI: hints}, func(context.Context, none) (map[string]any, error) { return payload, nil }))
 	}
-	big := host.Func("app:big", "A result at the output cap.", func(context.Context, none) (map[string]any, error) {
+	big := host.Func(host.FuncSpec{ID: "app:big", Description: "A result at the output cap.", UI: map[string]string{"kind": "table", "rows": "/rows"}}, func(context.Context, none) (map[string]any, error) {
 		var rows []map[string]any
 		// About 1,000,000 bytes of JSON: the output cap's size, and
 		// within the store's message limit.
@@ -109,9 +109,9 @@ func consoleTools() []host.Tool {
 			rows = append(rows, map[string]any{"n": i, "word": fmt.Sprintf("word-%06d", i), "text": strings.Repeat("x", 40)})
 		}
 		return map[string]any{"rows": rows}, nil
-	}, host.WithUI(map[string]string{"kind": "table", "rows": "/rows"}))
+	})
 	// A call that runs until it is cancelled (a job to cancel).
-	wait := host.Func("app:wait", "Waits until cancelled.", func(ctx context.Context, _ none) (map[string]any, error) {
+	wait := host.Func(host.FuncSpec{ID: "app:wait", Description: "Waits until cancelled."}, func(ctx context.Context, _ none) (map[string]any, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
@@ -119,7 +119,7 @@ func consoleTools() []host.Tool {
 	type protoIn struct {
 		P string `json:"__proto__"`
 	}
-	proto := host.Func("app:proto", "Echoes its odd parameter.", func(_ context.Context, in protoIn) (map[string]any, error) {
+	proto := host.Func(host.FuncSpec{ID: "app:proto", Description: "Echoes its odd parameter."}, func(_ context.Context, in protoIn) (map[string]any, error) {
 		return map[string]any{"got": in.P}, nil
 	})
 	return append(tools, fruit, big, wait, proto)

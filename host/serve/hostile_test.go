@@ -34,7 +34,7 @@ func TestHostileClients(t *testing.T) {
 	defer st.Close()
 	type none struct{}
 	started, stopped := make(chan struct{}, 1), make(chan struct{}, 1)
-	wait := host.Func("app:wait", "Waits for its context.", func(ctx context.Context, _ none) (map[string]int, error) {
+	wait := host.Func(host.FuncSpec{ID: "app:wait", Description: "Waits for its context."}, func(ctx context.Context, _ none) (map[string]int, error) {
 		started <- struct{}{}
 		<-ctx.Done()
 		stopped <- struct{}{}

@@ -28,7 +28,7 @@ func TestAsyncCallsHoldTheLimit(t *testing.T) {
 	type in struct {
 		N int `json:"n"`
 	}
-	wait := host.Func("app:wait", "Waits for the test.", func(ctx context.Context, a in) (map[string]int, error) {
+	wait := host.Func(host.FuncSpec{ID: "app:wait", Description: "Waits for the test."}, func(ctx context.Context, a in) (map[string]int, error) {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for h := high.Load(); n > h && !high.CompareAndSwap(h, n); h = high.Load() {

@@ -36,9 +36,9 @@ const rowsTranscript = `{"content":"","tool_calls":[{"id":"r1","name":"app__rows
 // rowsTool returns a table, with ui hints saying so.
 func rowsTool() host.Tool {
 	type none struct{}
-	return host.Func("app:rows", "Rows of fruit.", func(context.Context, none) (map[string]any, error) {
+	return host.Func(host.FuncSpec{ID: "app:rows", Description: "Rows of fruit.", UI: map[string]string{"kind": "table", "rows": "/items"}}, func(context.Context, none) (map[string]any, error) {
 		return map[string]any{"items": []map[string]any{{"fruit": "apple", "price": 1.5}, {"fruit": "pear", "price": 2}}}, nil
-	}, host.WithUI(map[string]string{"kind": "table", "rows": "/items"}))
+	})
 }
 
 // pictureTranscript shows two images: one on another host (never
@@ -55,9 +55,9 @@ func pictureTool() host.Tool {
 	type in struct {
 		Src string `json:"src"`
 	}
-	return host.Func("app:picture", "A picture.", func(_ context.Context, a in) (map[string]any, error) {
+	return host.Func(host.FuncSpec{ID: "app:picture", Description: "A picture.", UI: map[string]string{"kind": "image", "src": "/src", "alt": "/alt"}}, func(_ context.Context, a in) (map[string]any, error) {
 		return map[string]any{"src": a.Src, "alt": "a picture"}, nil
-	}, host.WithUI(map[string]string{"kind": "image", "src": "/src", "alt": "/alt"}))
+	})
 }
 
 func hash(tok string) string {
@@ -304,7 +304,7 @@ func TestConcurrencyLimit(t *testing.T) {
 	type none struct{}
 	release := make(chan struct{})
 	entered := make(chan struct{}, 2)
-	slow := host.Func("app:slow", "Slow.", func(ctx context.Context, _ none) (map[string]int, error) {
+	slow := host.Func(host.FuncSpec{ID: "app:slow", Description: "Slow."}, func(ctx context.Context, _ none) (map[string]int, error) {
 		entered <- struct{}{}
 		select {
 		case <-release:
@@ -514,7 +514,7 @@ func TestConsole(t *testing.T) {
 func TestJobs(t *testing.T) {
 	type none struct{}
 	slow, stopped := slowTool()
-	later := host.Func("app:later", "Long.", func(context.Context, none) (map[string]int, error) { return map[string]int{"ok": 1}, nil }, host.WithAsync())
+	later := host.Func(host.FuncSpec{ID: "app:later", Description: "Long.", Async: true}, func(context.Context, none) (map[string]int, error) { return map[string]int{"ok": 1}, nil })
 	f := newFixture(t, filepath.Join(t.TempDir(), "db"), slow, later)
 	if status, body := f.do(t, "POST", "/v1/tools/app:later/call", "acme-token", "application/json", `{}`); status != 202 || !strings.Contains(body, `"status":"running"`) {
 		t.Fatalf("an async tool: %d %s", status, body)
@@ -557,7 +557,7 @@ func TestJobs(t *testing.T) {
 func slowTool() (host.Tool, <-chan struct{}) {
 	type none struct{}
 	stopped := make(chan struct{}, 1)
-	return host.Func("app:slow", "Slow.", func(ctx context.Context, _ none) (map[string]int, error) {
+	return host.Func(host.FuncSpec{ID: "app:slow", Description: "Slow."}, func(ctx context.Context, _ none) (map[string]int, error) {
 		<-ctx.Done()
 		stopped <- struct{}{}
 		return nil, ctx.Err()

@@ -114,7 +114,7 @@ func BenchmarkIndependentWaiting(b *testing.B) {
 	type in struct {
 		N int `json:"n"`
 	}
-	wait := host.Func("app:wait", "Waits 2 ms.", func(ctx context.Context, a in) (map[string]int, error) {
+	wait := host.Func(host.FuncSpec{ID: "app:wait", Description: "Waits 2 ms."}, func(ctx context.Context, a in) (map[string]int, error) {
 		select {
 		case <-time.After(2 * time.Millisecond):
 		case <-ctx.Done():

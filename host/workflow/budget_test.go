@@ -21,7 +21,7 @@ import (
 func TestBudgetHoldsAcrossNesting(t *testing.T) {
 	var inFlight, high atomic.Int64
 	type none struct{}
-	leaf := host.Func("app:leaf", "Lingers a moment.", func(ctx context.Context, _ none) (map[string]int, error) {
+	leaf := host.Func(host.FuncSpec{ID: "app:leaf", Description: "Lingers a moment."}, func(ctx context.Context, _ none) (map[string]int, error) {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for h := high.Load(); n > h && !high.CompareAndSwap(h, n); h = high.Load() {

@@ -121,7 +121,7 @@ func TestLoadErrors(t *testing.T) {
 	type in struct {
 		T string `json:"t"`
 	}
-	later := host.Func("app:later", "Later.", func(_ context.Context, a in) (map[string]string, error) { return map[string]string{"got": a.T}, nil })
+	later := host.Func(host.FuncSpec{ID: "app:later", Description: "Later."}, func(_ context.Context, a in) (map[string]string, error) { return map[string]string{"got": a.T}, nil })
 	if err := h.Register(later); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestRunBehaviour(t *testing.T) {
 		N int `json:"n"`
 	}
 	started := make(chan struct{}, 2)
-	meet := host.Func("app:meet", "Waits for its sibling.", func(ctx context.Context, a in) (map[string]int, error) {
+	meet := host.Func(host.FuncSpec{ID: "app:meet", Description: "Waits for its sibling."}, func(ctx context.Context, a in) (map[string]int, error) {
 		started <- struct{}{}
 		deadline := time.After(10 * time.Second)
 		for len(started) < 2 {
@@ -161,7 +161,7 @@ func TestRunBehaviour(t *testing.T) {
 		return map[string]int{"n": a.N}, nil
 	})
 	var stopped atomic.Bool
-	slow := host.Func("app:slow", "Waits for its context.", func(ctx context.Context, _ in) (map[string]int, error) {
+	slow := host.Func(host.FuncSpec{ID: "app:slow", Description: "Waits for its context."}, func(ctx context.Context, _ in) (map[string]int, error) {
 		<-ctx.Done()
 		stopped.Store(true)
 		return nil, ctx.Err()
