@@ -1,6 +1,8 @@
 package extism_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,7 +19,9 @@ import (
 )
 
 // webTool loads a toolpacks/web manifest and places the freshly built
-// module next to a copy of it.
+// module next to a copy of it, pinned to that module's digest: the test
+// build's flags need not match the toolpack build's, and the runner checks
+// the bytes it reads against the pin.
 func webTool(t *testing.T, manifestName, guest string) *manifest.Tool {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "toolpacks", "web", manifestName))
@@ -37,6 +41,8 @@ func webTool(t *testing.T, manifestName, guest string) *manifest.Tool {
 		t.Fatal(err)
 	}
 	tool.Dir = dir
+	sum := sha256.Sum256(code)
+	tool.Handler.SHA256 = hex.EncodeToString(sum[:])
 	return &tool
 }
 
