@@ -13,10 +13,14 @@ import (
 	"github.com/agenthost/agenthost/host/hosttest"
 )
 
+// testBudgets end the adversarial programs fast.
+const testBudgets = `{maxSteps: "200000", maxCalls: "5", maxCallOutputBytes: "6000"}`
+
 // codeHost is a host over the code, fs and core toolpacks with a small
 // workspace, tight program budgets (so the adversarial programs end
-// fast) and a 64 MiB memory cap for code:starlark.
-func codeHost(t *testing.T) *host.Host {
+// fast; config is code:starlark's handler config) and a 64 MiB memory cap for
+// code:starlark.
+func codeHost(t testing.TB, config string) *host.Host {
 	t.Helper()
 	ws := t.TempDir()
 	for name, text := range map[string]string{"a.txt": "alpha", "b.txt": "beta", "big.txt": strings.Repeat("x", 4000)} {
@@ -29,7 +33,7 @@ func codeHost(t *testing.T) *host.Host {
 fileAccess: {allowRead: ["*.txt"]}
 tools:
   "code:starlark":
-    config: {maxSteps: "200000", maxCalls: "5", maxCallOutputBytes: "6000"}
+    config: `+config+`
     limits: {max: {memoryMb: 64}}
   "code:js":
     config: {maxCalls: "5"}
@@ -43,7 +47,7 @@ tools:
 // each with its own code (plus details.budget for the budgets) and a
 // message the model can act on; the host serves plain calls after all.
 func TestCodeStarlark(t *testing.T) {
-	h := codeHost(t)
+	h := codeHost(t, testBudgets)
 	tests := []struct {
 		name    string
 		code    string
@@ -106,7 +110,7 @@ func TestCodeStarlark(t *testing.T) {
 // TestCodeStarlarkExample runs the manifest's example: a program with
 // input, print and main().
 func TestCodeStarlarkInput(t *testing.T) {
-	h := codeHost(t)
+	h := codeHost(t, testBudgets)
 	env := h.Call(context.Background(), "code:starlark", json.RawMessage(`{"code":"result = {'sum': input['a'] + input['b'], 'calls': tools.core.echo(x = input['a'])}","input":{"a":2,"b":3}}`))
 	if env.Error != nil {
 		t.Fatalf("failed: %v", env.Error)
@@ -121,7 +125,7 @@ func TestCodeStarlarkInput(t *testing.T) {
 // with. goja has no step counter, so an endless loop ends at the
 // deadline.
 func TestCodeJS(t *testing.T) {
-	h := codeHost(t)
+	h := codeHost(t, testBudgets)
 	tests := []struct {
 		name  string
 		code  string
