@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +274,61 @@ func TestMCPImportRemote(t *testing.T) {
 	os.WriteFile(pol, []byte("mcpServers:\n  remote:\n    url: "+ts.URL+"\n"), 0o644)
 	if _, err := policy.Load(pol); err == nil || !strings.Contains(err.Error(), "not inside networkAccess.allowHosts") {
 		t.Fatalf("a url outside the ceiling: %v", err)
+	}
+}
+
+// TestMCPImportEverythingHTTP imports the reference MCP server
+// (@modelcontextprotocol/server-everything, from npm) over Streamable
+// HTTP: run by node on a free loopback port, pinned, its echo called as
+// mcp:everything.echo.
+func TestMCPImportEverythingHTTP(t *testing.T) {
+	dir, _ := filepath.Abs("../../host/runner/mcpclient/testdata/everything")
+	entry := filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(entry); err != nil || serr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("node or server-everything missing (.ci/run runs npm ci in %s): %v %v", dir, err, serr)
+		}
+		t.Skip("node or server-everything is not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	srv := exec.Command(node, entry, "streamableHttp")
+	srv.Env = append(os.Environ(), "PORT="+port)
+	stderr, _ := srv.StderrPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = srv.Process.Kill()
+		_ = srv.Wait()
+	}()
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "listening on port") {
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	os.WriteFile(pol, []byte("networkAccess: {allowHosts: [\"http://127.0.0.1:"+port+"\"]}\nlimits: {default: {timeoutMs: 20000}}\nmcpServers:\n  everything:\n    url: http://127.0.0.1:"+port+"/mcp\n"), 0o644)
+	cache := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"--policy", pol, "--cache-dir", cache, "mcp-import", "pin"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("pin: %d %s %s", code, out.String(), errb.String())
+	}
+	p, err := policy.Load(pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(context.Background(), host.Options{Policy: p, CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	if env := h.Call(context.Background(), "mcp:everything.echo", json.RawMessage(`{"message":"hi over http"}`)); env.Error != nil || !strings.Contains(string(env.Output), "hi over http") {
+		t.Fatalf("echo: %+v %s", env.Error, env.Output)
 	}
 }
