@@ -35,8 +35,8 @@ func (h *Host) CodeAPI(lang string, allowed func(id string) bool) ([]ToolDecl, e
 		return nil, fmt.Errorf("code API language %q: want %q or %q", lang, CodeAPITypeScript, CodeAPIStarlark)
 	}
 	var out []ToolDecl
-	for _, t := range h.Tools() {
-		if !h.programCallable(t, allowed) {
+	for _, t := range h.reg.Filter("", "") {
+		if !h.callable(t) || !h.programCallable(t, allowed) {
 			continue
 		}
 		out = append(out, ToolDecl{ID: t.ToolID, Description: firstSentence(t.Description), Declaration: declare(t, lang)})
