@@ -27,7 +27,7 @@ func BenchmarkCallSetup(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := &Runner{logger: hclog.NewNullLogger()}
-	p, err := r.newPrepared(tool, grant, mounts, nil)
+	p, err := r.newPrepared(tool, grant, mounts, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"errors"
 	"runtime"
 
 	"github.com/tetratelabs/wazero"
@@ -29,4 +30,51 @@ func (r *Runner) compileModule(ctx context.Context, code []byte) (wazero.Compile
 	}
 	defer func() { <-compileSlots }()
 	return r.rt.CompileModule(experimental.WithCompilationWorkers(ctx, cap(compileSlots)), code)
+}
+
+// compileOn returns the compiled module for sum, compiling it once: for
+// the interpreter when interp (tier.go), else for the compiler.
+func (r *Runner) compileOn(ctx context.Context, interp bool, sum string, code []byte) (wazero.CompiledModule, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, errors.New("runner closed")
+	}
+	table := r.compiled
+	if interp {
+		table = r.tier.compiled
+	}
+	e, ok := table[sum]
+	if !ok {
+		e = &compileEntry{}
+		table[sum] = e
+	}
+	r.compiling++
+	r.mu.Unlock()
+	e.once.Do(func() {
+		if interp {
+			e.mod, e.err = r.compileInterp(ctx, code)
+		} else {
+			e.err = r.compiledFiles.Guard(code, func() (err error) { e.mod, err = r.compileModule(ctx, code); return err })
+		}
+		e.done.Store(true)
+	})
+	r.mu.Lock()
+	r.compiling--
+	last := r.closed && r.compiling == 0
+	r.mu.Unlock()
+	if last {
+		// Close came during the compilation: release the runtime now.
+		_ = r.releaseRuntime(context.Background())
+		return nil, errors.New("runner closed")
+	}
+	if e.err != nil {
+		// Let a later Prepare retry (e.g. after a cancelled context).
+		r.mu.Lock()
+		if table[sum] == e {
+			delete(table, sum)
+		}
+		r.mu.Unlock()
+	}
+	return e.mod, e.err
 }

@@ -209,7 +209,7 @@ func (m *parkMemory) Free() { m.buf = nil }
 // pool of parked instances. It returns nil, nil when the tool takes the
 // plain path instead: a module the rewrite refuses, a deterministic tool
 // (its clock and random stream are per call), no pool budget.
-func (r *Runner) prepareCommand(ctx context.Context, tool *manifest.Tool, grant *policy.Grant, mounts []mount, sum string, code []byte) (*prepared, error) {
+func (r *Runner) prepareCommand(ctx context.Context, tool *manifest.Tool, grant *policy.Grant, mounts []mount, sum string, code []byte, o prepOpts) (*prepared, error) {
 	if grant.Limits.Deterministic || r.pools.budget == 0 {
 		return nil, nil
 	}
@@ -224,16 +224,22 @@ func (r *Runner) prepareCommand(ctx context.Context, tool *manifest.Tool, grant 
 	fail := func(code abi.Code, format string, args ...any) error {
 		return fmt.Errorf("wasm prepare %s: %w", tool.ToolID, abi.Errorf(code, format, args...))
 	}
-	mod, err := r.compile(ctx, "command-"+hex.EncodeToString(rm.digest[:]), rm.code)
+	mod, rt, interp, err := r.compileTier(ctx, o, "command-"+hex.EncodeToString(rm.digest[:]), rm.code)
 	if err != nil {
 		return nil, fail(abi.CodeLoadError, "compile %s: %v", tool.Handler.Module, err)
 	}
 	if _, ok := mod.ExportedFunctions()["_start"]; !ok {
 		return nil, fail(abi.CodeLoadError, "module %s exports no _start: not a wasi-command", tool.Handler.Module)
 	}
-	p, err := r.newPrepared(tool, grant, mounts, mod)
+	p, err := r.newPrepared(tool, grant, mounts, mod, rt)
 	if err != nil {
 		return nil, fail(abi.CodeLoadError, "%v", err)
+	}
+	if interp {
+		// The interpreter tier runs the same module from _start, a fresh
+		// instance per call: parking is the compiled tier's.
+		p.interp = true
+		return p, nil
 	}
 	p.command = &commandPath{globals: rm.globals, counter: rm.counter, fds: uint32(3 + 1 + len(p.mounts))}
 	p.command.slots = r.pools.newSlotPool(p)
@@ -281,7 +287,7 @@ func (p *prepared) newParkedSlot() (_ *slot, err error) {
 	// The start-up runs under the tool's deadline, without a fuel limit
 	// (a call's fuel counts from its park point).
 	bootCtx := meter.WithBudget(ctx, &meter.Budget{})
-	mod, err := p.r.rt.InstantiateModule(experimental.WithMemoryAllocator(bootCtx, mem), p.compiled, cfg)
+	mod, err := p.rt.InstantiateModule(experimental.WithMemoryAllocator(bootCtx, mem), p.compiled, cfg)
 	if err != nil {
 		_ = release(region)
 		return nil, err

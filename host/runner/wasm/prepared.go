@@ -30,9 +30,13 @@ type prepared struct {
 	toolID   string
 	logger   hclog.Logger
 	compiled wazero.CompiledModule
-	checker  sandboxfs.Checker // the grant's file rules
-	mounts   []mount
-	limits   policy.Limits
+	// rt is the runtime compiled belongs to: the runner's compiler, or
+	// its interpreter when interp (tier.go).
+	rt      wazero.Runtime
+	interp  bool
+	checker sandboxfs.Checker // the grant's file rules
+	mounts  []mount
+	limits  policy.Limits
 	// mountPool holds idle *mountSet values.
 	mountPool sync.Pool
 	// base is the module config shared by every call: args, environment,
@@ -74,7 +78,7 @@ func callLimits(limits policy.Limits) policy.Limits {
 	return limits
 }
 
-func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []mount, mod wazero.CompiledModule) (*prepared, error) {
+func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []mount, mod wazero.CompiledModule, rt wazero.Runtime) (*prepared, error) {
 	limits := callLimits(grant.Limits)
 	cfg := wazero.NewModuleConfig().
 		WithName("").
@@ -96,6 +100,7 @@ func (r *Runner) newPrepared(tool *manifest.Tool, grant *policy.Grant, mounts []
 		toolID:   tool.ToolID,
 		logger:   r.logger.With("tool", tool.ToolID),
 		compiled: mod,
+		rt:       rt,
 		checker:  grant,
 		mounts:   mounts,
 		limits:   limits,
@@ -275,7 +280,7 @@ func (p *prepared) instantiate(ctx context.Context, cfg wazero.ModuleConfig) (ap
 	if p.fast != nil {
 		return p.fast.instantiate(ctx, p, cfg)
 	}
-	return p.r.rt.InstantiateModule(ctx, p.compiled, cfg)
+	return p.rt.InstantiateModule(ctx, p.compiled, cfg)
 }
 
 // start runs the command's _start.

@@ -255,7 +255,7 @@ func (p *prepared) newSlot(image *cowImage) (*slot, error) {
 	// the snapshot; each call re-caps the memory with its own limit.
 	limit := max(p.limits.MemoryBytes, uint64(len(fp.memory)))
 	alloc := &slotAllocator{snapshotAllocator: snapshotAllocator{cap: &memoryCap{limit: limit}, pool: source}}
-	mod, err := p.r.rt.InstantiateModule(experimental.WithMemoryAllocator(context.Background(), alloc), p.compiled, cfg)
+	mod, err := p.rt.InstantiateModule(experimental.WithMemoryAllocator(context.Background(), alloc), p.compiled, cfg)
 	if err != nil {
 		if s.mapping != nil {
 			_ = image.unmap(s.mapping)

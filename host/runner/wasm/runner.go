@@ -44,6 +44,15 @@ type Options struct {
 	// together (policy pool.memoryMb, docs/POOLS.md); 0 keeps no ready
 	// memories, so each fast-path call copies its snapshot on the spot.
 	PoolMemoryBytes uint64
+	// NoTiering compiles every module with the optimizing compiler before
+	// its first call. By default a module whose compiled code is not at
+	// hand (in memory or in CacheDir) first runs on wazero's interpreter
+	// while the compiler works in the background (tier.go). The
+	// environment variable AGENTHOST_WASM_TIERING=off does the same.
+	NoTiering bool
+	// forceTiering tiers whatever NoTiering, the environment and the
+	// package default say (tests).
+	forceTiering bool
 }
 
 // Runner compiles and runs wasi-command tools. It is safe for concurrent
@@ -74,6 +83,8 @@ type Runner struct {
 	// cache a compilation is using).
 	compiling int
 	release   sync.Once
+	// tier is the interpreter tier (tier.go).
+	tier tierState
 }
 
 // compileEntry is one module compiled once, shared by every tool using it.
@@ -81,6 +92,7 @@ type compileEntry struct {
 	once sync.Once
 	mod  wazero.CompiledModule
 	err  error
+	done atomic.Bool // once has run: mod and err are set
 }
 
 // New returns a Runner with its own wazero runtime.
@@ -153,6 +165,11 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		writes:        writes,
 		pools:         newPools(opts.PoolMemoryBytes),
 		compiled:      map[string]*compileEntry{},
+		tier: tierState{
+			on:       tieringOn(opts, tieringDefault),
+			compiled: map[string]*compileEntry{},
+			pending:  map[*tiered]struct{}{},
+		},
 	}, nil
 }
 
@@ -161,10 +178,12 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 // A compilation in progress is not waited for: the runtime is released
 // when it ends, and its module is dropped.
 func (r *Runner) Close(ctx context.Context) error {
+	r.waitUpgrades()
 	r.writes.Close()
 	r.mu.Lock()
 	r.closed = true
 	r.compiled = map[string]*compileEntry{}
+	r.tier.compiled = map[string]*compileEntry{}
 	busy := r.compiling > 0
 	r.mu.Unlock()
 	r.pools.closeAll()
@@ -179,6 +198,9 @@ func (r *Runner) releaseRuntime(ctx context.Context) error {
 	var err error
 	r.release.Do(func() {
 		err = r.rt.Close(ctx)
+		if r.tier.rt != nil {
+			err = errors.Join(err, r.tier.rt.Close(ctx))
+		}
 		if r.cache != nil {
 			err = errors.Join(err, r.cache.Close(ctx))
 		}
@@ -199,8 +221,22 @@ func (r *Runner) isClosed() bool {
 // module whose path stays in its folder, that its digest matches, that
 // the grant is one this runner can enforce, and compiles the module (once
 // per distinct module). Errors carry LOAD_ERROR (PERMISSION_DENIED for a
-// denied grant).
+// denied grant). Unless tiering is off, a module not compiled yet runs
+// on the interpreter until its compiled code is ready (tier.go).
 func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy.Grant) (runner.Prepared, error) {
+	start := time.Now()
+	p, err := r.prepare(ctx, tool, grant, prepOpts{})
+	if err != nil {
+		return nil, err
+	}
+	if p.interp {
+		return r.tierUp(tool, grant, p, time.Since(start)), nil
+	}
+	return p, nil
+}
+
+// prepare is Prepare on the tier o asks for.
+func (r *Runner) prepare(ctx context.Context, tool *manifest.Tool, grant *policy.Grant, o prepOpts) (*prepared, error) {
 	if tool == nil || grant == nil {
 		return nil, errors.New("wasm prepare: nil tool or grant")
 	}
@@ -226,8 +262,8 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	}
 	// The fast path: a reactor pre-initialised once (snapshot.go),
 	// instrumented and rewritten once (reactorcache.go).
-	reactor := func(rm *reactorModule) (runner.Prepared, error) {
-		p, err := r.prepareReactor(ctx, tool, grant, mounts, rm)
+	reactor := func(rm *reactorModule) (*prepared, error) {
+		p, err := r.prepareReactor(ctx, tool, grant, mounts, rm, o)
 		if err != nil {
 			return nil, fail(abi.CodeLoadError, "pre-initialise %s: %v", h.Module, err)
 		}
@@ -272,7 +308,7 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 		}
 		return reactor(rm)
 	}
-	if p, err := r.prepareCommand(ctx, tool, grant, mounts, sum, code); err != nil || p != nil {
+	if p, err := r.prepareCommand(ctx, tool, grant, mounts, sum, code, o); err != nil || p != nil {
 		return p, err
 	}
 	// Every tool runs instrumented: the meter is how a call is stopped at
@@ -280,17 +316,18 @@ func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	if code, sum, err = r.instrument(code, sum); err != nil {
 		return nil, fail(abi.CodeLoadError, "instrument %s: %v", h.Module, err)
 	}
-	mod, err := r.compile(ctx, sum, code)
+	mod, rt, interp, err := r.compileTier(ctx, o, sum, code)
 	if err != nil {
 		return nil, fail(abi.CodeLoadError, "compile %s: %v", h.Module, err)
 	}
 	if _, ok := mod.ExportedFunctions()["_start"]; !ok {
 		return nil, fail(abi.CodeLoadError, "module %s exports no _start: not a wasi-command", h.Module)
 	}
-	p, err := r.newPrepared(tool, grant, mounts, mod)
+	p, err := r.newPrepared(tool, grant, mounts, mod, rt)
 	if err != nil {
 		return nil, fail(abi.CodeLoadError, "%v", err)
 	}
+	p.interp = interp
 	return p, nil
 }
 
@@ -320,39 +357,7 @@ func readModule(tool *manifest.Tool) ([]byte, string, error) {
 
 // compile returns the compiled module for sum, compiling it once.
 func (r *Runner) compile(ctx context.Context, sum string, code []byte) (wazero.CompiledModule, error) {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil, errors.New("runner closed")
-	}
-	e, ok := r.compiled[sum]
-	if !ok {
-		e = &compileEntry{}
-		r.compiled[sum] = e
-	}
-	r.compiling++
-	r.mu.Unlock()
-	e.once.Do(func() {
-		e.err = r.compiledFiles.Guard(code, func() (err error) { e.mod, err = r.compileModule(ctx, code); return err })
-	})
-	r.mu.Lock()
-	r.compiling--
-	last := r.closed && r.compiling == 0
-	r.mu.Unlock()
-	if last {
-		// Close came during the compilation: release the runtime now.
-		_ = r.releaseRuntime(context.Background())
-		return nil, errors.New("runner closed")
-	}
-	if e.err != nil {
-		// Let a later Prepare retry (e.g. after a cancelled context).
-		r.mu.Lock()
-		if r.compiled[sum] == e {
-			delete(r.compiled, sum)
-		}
-		r.mu.Unlock()
-	}
-	return e.mod, e.err
+	return r.compileOn(ctx, false, sum, code)
 }
 
 // mount is one guest mount of the plan; its FS is made per call.

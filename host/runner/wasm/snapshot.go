@@ -283,26 +283,32 @@ func addFdCheck(m *wabin.Module) bool {
 // (snapshotcache.go). A stored snapshot is read and checked while
 // the module compiles. Neither needs the other, and in a new process
 // both take a while: the compile most of a first call, the read 6 ms.
-func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant *policy.Grant, mounts []mount, rm *reactorModule) (*prepared, error) {
+func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant *policy.Grant, mounts []mount, rm *reactorModule, o prepOpts) (*prepared, error) {
 	key := ""
 	var stored chan *fastPath
-	if r.snapshots != nil {
+	if r.snapshots != nil && o.snap == nil {
 		limits := callLimits(grant.Limits)
 		if key = snapshotKey(rm, tool, grant, mounts, limits); key != "" {
 			stored = make(chan *fastPath, 1) // never blocks: a failed compile leaves it unread
 			go func() { stored <- r.snapshots.load(key, rm, limits.MemoryBytes) }()
 		}
 	}
-	mod, err := r.compile(ctx, "reactor-"+hex.EncodeToString(rm.digest[:]), rm.code)
+	mod, rt, interp, err := r.compileTier(ctx, o, "reactor-"+hex.EncodeToString(rm.digest[:]), rm.code)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", tool.Handler.Module, err)
 	}
-	p, err := r.newPrepared(tool, grant, mounts, mod)
+	p, err := r.newPrepared(tool, grant, mounts, mod, rt)
 	if err != nil {
 		return nil, err
 	}
+	p.interp = interp
 	var fp *fastPath
-	if stored != nil {
+	switch {
+	case o.snap != nil:
+		// The interpreter tier's snapshot: the same module's state, so
+		// the compiled tier need not run the start-up again.
+		fp = &fastPath{globals: o.snap.globals, values: o.snap.values, memory: o.snap.memory}
+	case stored != nil:
 		fp = <-stored
 	}
 	if fp == nil {
@@ -316,6 +322,11 @@ func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant 
 	}
 	fp.fds = uint32(3 + 1 + len(p.mounts)) // stdio, "/", the mounts
 	p.fast = fp
+	if interp {
+		// The interpreter tier runs plain fresh instances: no pool.
+		fp.pool = constantSource(fp.memory)
+		return p, nil
+	}
 	if rm.reusable && !p.limits.Deterministic && r.pools.budget > 0 {
 		fp.slots = r.pools.newSlotPool(p)
 		fp.pool = newMappedSource(fp.slots.image, fp.memory)
@@ -357,7 +368,7 @@ func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (fp *fastPat
 	// The meter's budget: the deadline always, fuel when limited.
 	c.budget = &meter.Budget{Fuel: p.limits.Fuel}
 	ctx = meter.WithBudget(ctx, c.budget)
-	mod, err := p.r.rt.InstantiateModule(ctx, p.compiled, p.moduleConfig(ctx, c, nil))
+	mod, err := p.rt.InstantiateModule(ctx, p.compiled, p.moduleConfig(ctx, c, nil))
 	if err != nil {
 		return nil, false, p.startupError("instantiate", c, err, context.Cause(ctx))
 	}
@@ -420,7 +431,7 @@ func (p *prepared) startupError(step string, c *call, err, stopped error) error 
 // instance of the rewritten module (its memory comes from the snapshot
 // through the call's allocator) with every mutable global set back.
 func (fp *fastPath) instantiate(ctx context.Context, p *prepared, cfg wazero.ModuleConfig) (api.Module, error) {
-	mod, err := p.r.rt.InstantiateModule(ctx, p.compiled, cfg)
+	mod, err := p.rt.InstantiateModule(ctx, p.compiled, cfg)
 	if err != nil {
 		return nil, err
 	}

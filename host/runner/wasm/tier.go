@@ -1,0 +1,301 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/agenthost/agenthost/host/internal/meter"
+	"github.com/agenthost/agenthost/host/internal/wasiguard"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/runner"
+)
+
+// Tiering (docs/POOLS.md, "Tiers: the interpreter first"). wazero's
+// optimizing compiler takes about a second of CPU for a Go module of a
+// few MiB; its interpreter compiles the same module in a fraction of
+// that. A tool whose compiled module is not at hand (not compiled in this
+// process, not in the on-disk cache) is prepared on the interpreter and
+// its calls run there, as fresh instances, while the compiler builds the
+// native code in the background; once it is built (and written to the
+// cache), the tool is prepared again on it (with the snapshot the
+// interpreter tier took) and later calls use the compiled tier and its
+// pool. Both tiers run the same instrumented module, so fuel, deadlines
+// and every limit behave alike.
+
+// EnvTiering names the environment variable that turns tiering off for a
+// runner whose Options leave it on: "off" (or "0", "false").
+const EnvTiering = "AGENTHOST_WASM_TIERING"
+
+// tieringFromEnv reports whether the environment leaves tiering on.
+func tieringFromEnv() bool {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(EnvTiering))) {
+	case "off", "0", "false", "no":
+		return false
+	}
+	return true
+}
+
+// tieringOn reports whether a runner with opts tiers, def being the
+// default when neither opts nor the environment turn it off.
+func tieringOn(opts Options, def bool) bool {
+	return (opts.forceTiering || !opts.NoTiering && def && tieringFromEnv()) && tieringSupported()
+}
+
+// tieringSupported reports whether wazero has a compiler here: elsewhere
+// its "compiler" runtime is the interpreter, and there is nothing to tier.
+func tieringSupported() bool {
+	return (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64") && (runtime.GOOS == "linux" || runtime.GOOS == "darwin" || runtime.GOOS == "windows" || runtime.GOOS == "freebsd")
+}
+
+// closeWaitMax bounds how long Close waits for a background compile (see
+// Runner.waitUpgrades).
+const closeWaitMax = time.Second
+
+// prepOpts says how a preparation compiles.
+type prepOpts struct {
+	// compiled forces the compiled tier (the background upgrade, or
+	// tiering off); otherwise a module that is not at hand compiles for
+	// the interpreter.
+	compiled bool
+	// snap is the interpreter tier's snapshot, reused by the upgrade of
+	// a reactor: the start-up does not run twice.
+	snap *fastPath
+}
+
+// tierState is the runner's interpreter runtime and its compiled
+// modules, made on first use, and the upgrades in flight.
+type tierState struct {
+	on       bool
+	once     sync.Once
+	rt       wazero.Runtime
+	err      error
+	compiled map[string]*compileEntry // guarded by Runner.mu
+	// pending are the upgrades not yet ended, for Close.
+	pending map[*tiered]struct{} // guarded by Runner.mu
+	// hold, when set (tests only), delays every upgrade until closed.
+	hold chan struct{}
+}
+
+// tieringDefault is whether a runner tiers when its Options and the
+// environment do not say (the package's own tests of the compiled tier
+// turn it off).
+var tieringDefault = true
+
+// interpreter returns the runner's interpreter runtime, with the same
+// host modules as the compiler's.
+func (r *Runner) interpreter() (wazero.Runtime, error) {
+	t := &r.tier
+	t.once.Do(func() {
+		ctx := context.Background()
+		rt := wazero.NewRuntimeWithConfig(ctx, interruptConfig(wazero.NewRuntimeConfigInterpreter()))
+		if _, err := wasiguard.Instantiate(ctx, rt); err != nil {
+			_ = rt.Close(ctx)
+			t.err = fmt.Errorf("instantiate wasi: %w", err)
+			return
+		}
+		if err := meter.NewHostModule(ctx, rt); err != nil {
+			_ = rt.Close(ctx)
+			t.err = err
+			return
+		}
+		if err := newToolModule(ctx, rt); err != nil {
+			_ = rt.Close(ctx)
+			t.err = err
+			return
+		}
+		t.rt = rt
+	})
+	return t.rt, t.err
+}
+
+// compiledAtHand reports whether the compiled module of code (key its
+// entry in r.compiled) needs no compilation: compiled in this process,
+// or its compiled file is in the on-disk cache (read in tens of
+// milliseconds). A compile in progress is not at hand.
+func (r *Runner) compiledAtHand(key string, code []byte) bool {
+	r.mu.Lock()
+	e := r.compiled[key]
+	r.mu.Unlock()
+	if e != nil && e.done.Load() && e.err == nil {
+		return true
+	}
+	if r.compiledFiles != nil {
+		if fi, err := os.Stat(r.compiledFiles.Path(code)); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
+}
+
+// compileTier compiles code for the tier o asks for: the compiler's when
+// o forces it, tiering is off or the compiled module is at hand, else
+// the interpreter's (interp true).
+func (r *Runner) compileTier(ctx context.Context, o prepOpts, key string, code []byte) (mod wazero.CompiledModule, rt wazero.Runtime, interp bool, err error) {
+	if o.compiled || !r.tier.on || r.compiledAtHand(key, code) {
+		mod, err = r.compile(ctx, key, code)
+		return mod, r.rt, false, err
+	}
+	mod, err = r.compileOn(ctx, true, key, code)
+	return mod, r.tier.rt, true, err
+}
+
+// compileInterp compiles code for the interpreter. It takes no compile
+// slot: it is short, and must not wait behind background compiles.
+func (r *Runner) compileInterp(ctx context.Context, code []byte) (wazero.CompiledModule, error) {
+	rt, err := r.interpreter()
+	if err != nil {
+		return nil, err
+	}
+	return rt.CompileModule(ctx, code)
+}
+
+// tiered is a tool prepared on the interpreter whose compiled tier is
+// being built: calls run on first until next is set.
+type tiered struct {
+	r     *Runner
+	first *prepared
+	next  atomic.Pointer[prepared]
+	// done is closed when the upgrade has ended, set or failed.
+	done chan struct{}
+	// took is how long the interpreter tier took to compile: Close
+	// waits for the upgrade at most that long (Runner.waitUpgrades).
+	took time.Duration
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// tierUp returns first (an interpreter tier) wrapped, and starts
+// preparing the compiled tier in the background.
+func (r *Runner) tierUp(tool *manifest.Tool, grant *policy.Grant, first *prepared, took time.Duration) runner.Prepared {
+	t := &tiered{r: r, first: first, done: make(chan struct{}), took: took}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		close(t.done)
+		return t
+	}
+	r.tier.pending[t] = struct{}{}
+	r.mu.Unlock()
+	go func() {
+		defer func() {
+			r.mu.Lock()
+			delete(r.tier.pending, t)
+			r.mu.Unlock()
+			close(t.done)
+		}()
+		if r.tier.hold != nil {
+			<-r.tier.hold
+		}
+		p, err := r.prepare(context.Background(), tool, grant, prepOpts{compiled: true, snap: first.fast})
+		if err != nil {
+			if !r.isClosed() {
+				first.logger.Warn("compiling the tool failed; its calls stay on the interpreter", "error", err)
+			}
+			return
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.closed {
+			_ = p.Close()
+			return
+		}
+		t.next.Store(p)
+		first.logger.Debug("tool switched to its compiled module")
+	}()
+	return t
+}
+
+// current is the tier calls run on now.
+func (t *tiered) current() *prepared {
+	if p := t.next.Load(); p != nil {
+		return p
+	}
+	return t.first
+}
+
+// Run implements runner.Prepared on the current tier.
+func (t *tiered) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+	return t.current().Run(ctx, req)
+}
+
+// Close implements runner.Closer: it releases both tiers (an upgrade
+// that ends later is released at once).
+func (t *tiered) Close() error {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	err := t.first.Close()
+	if p := t.next.Load(); p != nil {
+		err = errors.Join(err, p.Close())
+	}
+	return err
+}
+
+// CallsTools reports whether the tool's module imports
+// agenthost_tools.call (the same module on both tiers).
+func (t *tiered) CallsTools() bool { return t.first.CallsTools() }
+
+// PoolStats implements runner.Statser (zero on the interpreter tier).
+func (t *tiered) PoolStats() runner.PoolStats { return t.current().PoolStats() }
+
+// Warm waits for the compiled tier (or ctx) and reports its pool: a
+// server warming its catalogue is ready once its tools run compiled.
+// Calls do not wait for it: they run on the interpreter meanwhile. If
+// the compile failed, the tool stays on the interpreter: WarmNone.
+func (t *tiered) Warm(ctx context.Context) WarmState {
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+	}
+	return t.current().Warm(ctx)
+}
+
+// waitUpgrades is Close's wait for the background compiles: each for at
+// most what its interpreter tier took to compile (at most closeWaitMax),
+// all at once. A compile that ends in that time lands in the on-disk
+// cache, so the next process skips even the interpreter's compile; one
+// that does not is abandoned (its runtime released when it ends), as a
+// short process would otherwise wait up to a full compile for a module
+// it no longer needs (docs/POOLS.md, "Why a bounded wait at Close?").
+// Without a cache folder there is nothing to land, and no wait.
+func (r *Runner) waitUpgrades() {
+	if r.compiledFiles == nil {
+		return
+	}
+	r.mu.Lock()
+	pending := make([]*tiered, 0, len(r.tier.pending))
+	for t := range r.tier.pending {
+		pending = append(pending, t)
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, t := range pending {
+		wg.Go(func() {
+			timer := time.NewTimer(min(t.took, closeWaitMax))
+			defer timer.Stop()
+			select {
+			case <-t.done:
+			case <-timer.C:
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Interface guards
+var (
+	_ runner.Prepared = (*tiered)(nil)
+	_ runner.Closer   = (*tiered)(nil)
+	_ runner.Statser  = (*tiered)(nil)
+)
