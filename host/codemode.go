@@ -116,6 +116,9 @@ func configInt(c map[string]string, key string, def int) int {
 // call runs one inner call: base carries the caller's values (scope,
 // root budget, trace), gctx the guest's deadline and stop.
 func (prog *program) call(base, gctx context.Context, name string, args []byte) ([]byte, *abi.Error) {
+	if name == SearchName {
+		return prog.search(args)
+	}
 	if len(prog.steps) >= prog.maxCalls {
 		return nil, prog.stop(abi.CodeFuelExhausted, "calls", fmt.Sprintf("the program made %d tool calls, its budget (maxCalls); do more per call (a tool that takes many items, a glob) or split the task", prog.maxCalls))
 	}
@@ -144,6 +147,39 @@ func (prog *program) call(base, gctx context.Context, name string, args []byte) 
 	prog.bytes += int64(len(b))
 	if prog.bytes > prog.maxBytes {
 		return nil, prog.stop(abi.CodeOutputLimit, "callOutputBytes", fmt.Sprintf("the program's tool calls returned more than %d bytes in all, its budget (maxCallOutputBytes); ask the tools for less (a range, a filter, a limit)", prog.maxBytes))
+	}
+	return b, nil
+}
+
+// SearchName is the name a guest's tools.search(query) passes to the
+// import: not a tool (no tool ID starts with '$'), but the search of
+// the tools this program may call (Host.SearchTools), answered as a
+// successful envelope whose output is {"tools": [{id, description,
+// declaration}]}. It is not a tool call (no step, not in maxCalls); its
+// answers count in maxCallOutputBytes.
+const SearchName = "$search"
+
+// search answers tools.search: args {"query", "lang"}.
+func (prog *program) search(args []byte) ([]byte, *abi.Error) {
+	var in struct {
+		Query string `json:"query"`
+		Lang  string `json:"lang"`
+	}
+	env := abi.Envelope{ToolID: SearchName, Status: abi.StatusSuccess, Logs: []string{}}
+	if err := json.Unmarshal(args, &in); err != nil {
+		env = abi.Failure(SearchName, abi.Errorf(abi.CodeInvalidArguments, "tools.search takes one string, the query: %s", err.Error()))
+	} else if found, err := prog.h.SearchTools(in.Query, in.Lang, prog.scope.Allowed, 10); err != nil {
+		env = abi.Failure(SearchName, abi.Errorf(abi.CodeInvalidArguments, "%s", err.Error()))
+	} else {
+		if found == nil {
+			found = []ToolDecl{}
+		}
+		env.Output, _ = json.Marshal(map[string]any{"tools": found})
+	}
+	b, _ := json.Marshal(map[string]any{"envelope": env})
+	prog.bytes += int64(len(b))
+	if prog.bytes > prog.maxBytes {
+		return nil, prog.stop(abi.CodeOutputLimit, "callOutputBytes", fmt.Sprintf("the program's tool calls and searches returned more than %d bytes in all, its budget (maxCallOutputBytes)", prog.maxBytes))
 	}
 	return b, nil
 }

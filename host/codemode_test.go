@@ -61,6 +61,7 @@ func TestCodeStarlark(t *testing.T) {
 		{name: "main", code: "def main():\n    return [x * 2 for x in range(3)]", want: `"result":[0,2,4]`},
 		{name: "inner calls by attribute, id and wire name", code: "result = [tools.fs.read(path = 'a.txt')['content'], call('fs:read', {'path': 'b.txt'})['content'], call('fs__read', path = 'a.txt')['content']]",
 			want: `"result":["alpha","beta","alpha"]`, steps: 3},
+		{name: "tools.search", code: "found = tools.search('read a file')\nresult = [found[0]['id'], found[0]['declaration']]", want: `"result":["fs:read","# Reads a file`},
 		{name: "syntax error", code: "x = 1\nresult = (1 +", code0: abi.CodeInvalidArguments, want: "line 2, column"},
 		{name: "undefined name", code: "result = nosuch", code0: abi.CodeInvalidArguments, want: "line 1, column 10: undefined: nosuch"},
 		{name: "throw", code: "fail('boom')", code0: abi.CodeToolError, want: "boom"},
@@ -134,6 +135,7 @@ func TestCodeJS(t *testing.T) {
 	}{
 		{name: "await tools", code: "const a = await tools.fs.read({path: 'a.txt'});\nconst b = await call('fs__read', {path: 'b.txt'});\nconsole.log(a.content);\nreturn a.content + b.content", want: `"result":"alphabeta","log":["alpha"],"calls":2`},
 		{name: "caught denial", code: "try { await tools.fs.read({path: '../etc/passwd'}) } catch (e) { return e.code }", want: `"result":"PERMISSION_DENIED"`},
+		{name: "tools.search", code: "const found = await tools.search('read a file');\nreturn found[0].declaration", want: `tools.fs.read(args: {`},
 		{name: "recursion", code: "return await tools.code.starlark({code: 'result = 1'})", code0: abi.CodePermissionDenied, want: "do not call each other"},
 		{name: "syntax error", code: "let x = 1;\nreturn (1 +;", code0: abi.CodeInvalidArguments, want: "syntax error at line 2"},
 		{name: "throw", code: "throw new Error('boom')", code0: abi.CodeToolError, want: "boom"},

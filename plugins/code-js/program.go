@@ -278,6 +278,34 @@ func isCode(s string) bool {
 	return false
 }
 
+// search is tools.search(query): the tools this program may call whose
+// name or description matches query, each with its TypeScript
+// declaration ({id, description, declaration}). It is not a tool call.
+func (p *program) search(c goja.FunctionCall) goja.Value {
+	if p.call == nil {
+		panic(p.vm.NewTypeError("tools.search is not available here"))
+	}
+	req, _ := json.Marshal(map[string]string{"query": c.Argument(0).String(), "lang": "ts"})
+	resp, err := p.call(searchName, req)
+	if err != nil {
+		panic(p.vm.NewGoError(err))
+	}
+	out, err := resp.Result("tools.search")
+	if err != nil {
+		panic(p.vm.NewGoError(err))
+	}
+	var v struct {
+		Tools []any `json:"tools"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		panic(p.vm.NewGoError(err))
+	}
+	return p.vm.ToValue(v.Tools)
+}
+
+// searchName is the import's name for tools.search (host.SearchName).
+const searchName = "$search"
+
 // namespace is the global "tools": tools.<ns>.<name>(args) calls the
 // tool "<ns>:<name>" (an underscore in a name stands for a dash).
 type namespace struct {
@@ -286,6 +314,9 @@ type namespace struct {
 }
 
 func (n *namespace) Get(key string) goja.Value {
+	if n.ns == "" && key == "search" {
+		return n.p.vm.ToValue(n.p.search)
+	}
 	if n.ns == "" {
 		return n.p.vm.NewDynamicObject(&namespace{p: n.p, ns: key})
 	}

@@ -240,9 +240,46 @@ func (p *program) invoke(thread *starlark.Thread, tool string, dict starlark.Val
 	return fromJSON(thread, out)
 }
 
+// search is tools.search(query): the tools this program may call whose
+// name or description matches query, each with its stub (id,
+// description, declaration). It is not a tool call.
+func (p *program) search(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var query string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "query", &query); err != nil {
+		return nil, err
+	}
+	if p.call == nil {
+		return nil, errors.New("tools.search is not available here")
+	}
+	req, _ := json.Marshal(map[string]string{"query": query, "lang": "starlark"})
+	resp, err := p.call(searchName, req)
+	if err != nil {
+		return nil, err
+	}
+	out, err := resp.Result("tools.search")
+	if err != nil {
+		return nil, err
+	}
+	v, err := fromJSON(thread, out)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := v.(*starlark.Dict); ok {
+		if tools, found, _ := d.Get(starlark.String("tools")); found {
+			return tools, nil
+		}
+	}
+	return v, nil
+}
+
+// searchName is the import's name for tools.search (host.SearchName).
+const searchName = "$search"
+
 // namespace is the global "tools": tools.<ns> is a namespace, and
 // tools.<ns>.<name>(...) calls the tool "<ns>:<name>" (an underscore in
-// a name stands for a dash, as in tools.data.csv_to_json).
+// a name stands for a dash, as in tools.data.csv_to_json);
+// tools.search(query) finds tools (a namespace named "search" is reached
+// with call("search:...")).
 type namespace struct {
 	p  *program
 	ns string // "" for the root
@@ -262,6 +299,9 @@ func (n *namespace) AttrNames() []string   { return nil }
 
 // Attr implements starlark.HasAttrs.
 func (n *namespace) Attr(name string) (starlark.Value, error) {
+	if n.ns == "" && name == "search" {
+		return starlark.NewBuiltin("tools.search", n.p.search), nil
+	}
 	if n.ns == "" {
 		return &namespace{p: n.p, ns: name}, nil
 	}
