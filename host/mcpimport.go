@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,14 +23,14 @@ func (h *Host) startMCP(sr *script.Runner) error {
 	if len(h.policy.MCPServers) == 0 {
 		return nil
 	}
-	lock, err := mcpclient.ReadLock(h.MCPLockPath())
+	lock, err := mcpclient.ReadLock(mcpclient.LockPath(h.policy.Source()))
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
 	h.mcpLock = lock
 	h.mcp = mcpclient.New(mcpclient.Options{
 		Policy: h.policy, Lock: lock, Spawn: sr.Spawn, Logger: h.log.Named("mcp"),
-		Protected: append([]string{h.policy.Source(), h.MCPLockPath()}, h.opts.Protected...),
+		Protected: append([]string{h.policy.Source(), mcpclient.LockPath(h.policy.Source())}, h.opts.Protected...),
 		Grant: func(server string) *policy.Grant {
 			return h.policy.Grant(mcpServerTool(h.policy, server), h.opts.LookupEnv)
 		},
@@ -46,25 +48,6 @@ func (h *Host) startMCP(sr *script.Runner) error {
 func mcpServerTool(p *policy.Policy, server string) *manifest.Tool {
 	cfg := p.MCPServers[server]
 	return &manifest.Tool{ToolID: manifest.NamespaceMCP + ":" + server, Dir: cfg.Cwd, SecurityContext: cfg.SecurityContext}
-}
-
-// MCPLockPath is the lock file of the pinned MCP tool definitions, beside
-// the policy file ("" without one).
-func (h *Host) MCPLockPath() string {
-	if h.policy.Source() == "" {
-		return ""
-	}
-	return mcpclient.LockPath(h.policy.Source())
-}
-
-// MCPServers lists the policy's MCP servers, sorted.
-func (h *Host) MCPServers() []string {
-	var out []string
-	for name := range h.policy.MCPServers {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // MCPDefinitions starts (or reaches) the MCP server and returns its tool
@@ -90,8 +73,8 @@ func (h *Host) importedTools() ([]*manifest.Tool, []registry.Failure) {
 	}
 	var tools []*manifest.Tool
 	var failures []registry.Failure
-	lockPath := h.MCPLockPath()
-	for _, name := range h.MCPServers() {
+	lockPath := mcpclient.LockPath(h.policy.Source())
+	for _, name := range slices.Sorted(maps.Keys(h.policy.MCPServers)) {
 		cfg := h.policy.MCPServers[name]
 		pins := h.mcpLock.Servers[name]
 		if len(pins) == 0 {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/registry"
 )
 
@@ -54,12 +54,12 @@ func runInvoke(ctx context.Context, e *env, args []string) error {
 // unpinnedMCP says why a tool of an MCP server of the policy is not in
 // the catalogue, and how to pin it; "" when id names no such server.
 func unpinnedMCP(h interface {
-	MCPServers() []string
+	Policy() *policy.Policy
 	Failures() []registry.Failure
 }, id string) string {
 	rest, ok := strings.CutPrefix(id, manifest.NamespaceMCP+":")
 	server, _, _ := strings.Cut(rest, ".")
-	if !ok || !slices.Contains(h.MCPServers(), server) {
+	if _, named := h.Policy().MCPServers[server]; !ok || !named {
 		return ""
 	}
 	for _, f := range h.Failures() {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/registry"
 	"github.com/agenthost/agenthost/host/runner/mcpclient"
 )
@@ -76,13 +78,14 @@ func runList(ctx context.Context, e *env, args []string) error {
 		}
 		tools = append(tools, listedTool{ID: t.ToolID, Version: t.Version, Handler: handler, DisplayName: t.DisplayName, Tags: tags, Status: status})
 	}
-	servers := h.MCPServers()
+	servers := h.Policy().MCPServers
 	for _, f := range h.Failures() {
 		if e.namespace != "" || e.tag != "" {
 			break
 		}
 		status := "load error"
-		if server, ok := strings.CutPrefix(f.ToolID, manifest.NamespaceMCP+":"); ok && slices.Contains(servers, server) {
+		server, ok := strings.CutPrefix(f.ToolID, manifest.NamespaceMCP+":")
+		if _, named := servers[server]; ok && named {
 			status = "unpinned" // the whole server: its failure says how to pin it
 		}
 		tools = append(tools, listedTool{ID: f.ToolID, Handler: "-", Tags: []string{}, Status: status, Error: f.Err.Error(), Path: f.Path})
@@ -128,11 +131,10 @@ var listCheck bool
 // served but not pinned is listed as "unpinned". It reports whether any
 // differed.
 func checkMCP(ctx context.Context, h interface {
-	MCPServers() []string
-	MCPLockPath() string
+	Policy() *policy.Policy
 	MCPDefinitions(context.Context, string) ([]mcpclient.Definition, error)
 }, tools []listedTool) ([]listedTool, bool, error) {
-	lock, err := mcpclient.ReadLock(h.MCPLockPath())
+	lock, err := mcpclient.ReadLock(mcpclient.LockPath(h.Policy().Source()))
 	if err != nil {
 		return nil, false, err
 	}
@@ -141,7 +143,7 @@ func checkMCP(ctx context.Context, h interface {
 		row[t.ID] = i
 	}
 	changed := false
-	for _, server := range h.MCPServers() {
+	for _, server := range slices.Sorted(maps.Keys(h.Policy().MCPServers)) {
 		defs, err := h.MCPDefinitions(ctx, server)
 		if err != nil {
 			return nil, false, fmt.Errorf("--check: the MCP server %s: %w", server, err)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -57,12 +59,12 @@ func runMCPImport(ctx context.Context, e *env, args []string) error {
 	defer h.Close(ctx)
 	servers := args[1:]
 	if len(servers) == 0 {
-		servers = h.MCPServers()
+		servers = slices.Sorted(maps.Keys(h.Policy().MCPServers))
 	}
 	if len(servers) == 0 {
 		return usageError{"the policy names no MCP server (mcpServers)"}
 	}
-	path := h.MCPLockPath()
+	path := mcpclient.LockPath(h.Policy().Source())
 	lock, err := mcpclient.ReadLock(path)
 	if err != nil {
 		return err

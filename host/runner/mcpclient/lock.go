@@ -58,8 +58,12 @@ type Lock struct {
 }
 
 // LockPath is the lock file beside a policy file: policy.yaml →
-// policy.mcp-lock.json.
+// policy.mcp-lock.json; "" for a policy not read from a file, which has
+// no place for one.
 func LockPath(policyFile string) string {
+	if policyFile == "" {
+		return ""
+	}
 	base := strings.TrimSuffix(filepath.Base(policyFile), filepath.Ext(policyFile))
 	return filepath.Join(filepath.Dir(policyFile), base+".mcp-lock.json")
 }
