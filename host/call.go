@@ -9,11 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agenthost/agenthost/host/credential"
+	"runtime"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/credential"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/runner"
 	"github.com/agenthost/agenthost/host/schema"
@@ -378,5 +380,49 @@ func encodedForms(env map[string]string) map[string]string {
 		out[k+"#b64url"] = base64.RawURLEncoding.EncodeToString([]byte(v))
 		out[k+"#hex"] = hex.EncodeToString([]byte(v))
 	}
+	return out
+}
+
+// begin registers a call and ties its context to the host's lifetime; end
+// must be called when it returns. A closed host refuses new calls.
+func (h *Host) begin(ctx context.Context) (context.Context, func(), *abi.Error) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, nil, closedError()
+	}
+	h.inflight.Add(1)
+	h.mu.Unlock()
+	cctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(h.life, func() { cancel(errClosed) })
+	return cctx, func() {
+		stop()
+		cancel(nil)
+		h.inflight.Done()
+	}, nil
+}
+
+// BatchCall is one call of a Batch.
+type BatchCall struct {
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args"`
+}
+
+// Batch runs calls concurrently (at most twice the CPUs at a time) and
+// returns one envelope per call, in order.
+func (h *Host) Batch(ctx context.Context, calls []BatchCall) []abi.Envelope {
+	out := make([]abi.Envelope, len(calls))
+	sem := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i] = h.Call(ctx, c.Tool, c.Args)
+		}()
+	}
+	wg.Wait()
 	return out
 }

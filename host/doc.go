@@ -15,3 +15,11 @@
 // down. See the package documentation of [github.com/agenthost/agenthost/abi]
 // for the wire types and docs/ for the policy and ABI references.
 package host
+
+// The files follow the steps of a call. Apart from host.go, whose New
+// wires them together, each uses only those listed before it:
+//   - prepare.go: a tool's grant and prepared runner, built once under the
+//     host's lifetime, freed once the tool has left the catalogue;
+//   - load.go: the catalogue, loaded, swapped in one step and queried;
+//   - call.go: one call (exec.go: a model's turn of calls);
+//   - close.go: the end of the host and of the calls in flight.

@@ -2,26 +2,23 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"github.com/agenthost/agenthost/host/runner/mcpclient"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 
-	"github.com/agenthost/agenthost/abi"
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/agenthost/agenthost/host/cache"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/registry"
 	"github.com/agenthost/agenthost/host/runner"
 	"github.com/agenthost/agenthost/host/runner/extism"
+	"github.com/agenthost/agenthost/host/runner/mcpclient"
 	"github.com/agenthost/agenthost/host/runner/native"
 	"github.com/agenthost/agenthost/host/runner/script"
 	"github.com/agenthost/agenthost/host/runner/wasm"
-	"github.com/hashicorp/go-hclog"
 )
 
 // Host loads tools and runs calls. It is safe for concurrent use.
@@ -176,99 +173,6 @@ func (h *Host) startRunners(ctx context.Context) error {
 	return h.startMCP(sr)
 }
 
-// checkHandler rejects at load a tool this host cannot run: a handler type
-// with no runner (a service-method tool whose service the host application
-// did not register, a workflow tool on a host without the workflow
-// engine).
-func (h *Host) checkHandler(t *manifest.Tool) error {
-	if sc := t.SecurityContext; sc != nil && len(sc.Credentials) > 0 && h.opts.Credentials == nil {
-		return fmt.Errorf("the tool requests the credentials %s, and this host has no credential issuer (Options.Credentials; agenthost serve --credential-key)", strings.Join(sc.Credentials, ", "))
-	}
-	if t.Handler.Type == manifest.HandlerServiceMethod {
-		if h.native.Has(t.Handler.ServiceName, t.Handler.MethodName) {
-			return nil
-		}
-		registered := strings.Join(h.native.Services(), ", ")
-		if registered == "" {
-			registered = "none"
-		}
-		return fmt.Errorf("handler service-method: the host application registered no service %q with method %q (registered: %s)",
-			t.Handler.ServiceName, t.Handler.MethodName, registered)
-	}
-	if _, ok := h.runners[runnerKey(t)]; ok {
-		return nil
-	}
-	return fmt.Errorf("handler %q is not supported by this host", runnerKey(t))
-}
-
-// Query selects tools for [Host.Tools]. Its zero value selects every tool
-// a model may call; each field set narrows the selection.
-type Query struct {
-	// Namespace keeps the tools whose ID starts with Namespace + ":".
-	Namespace string
-	// Tags keeps the tools carrying every one of them.
-	Tags []string
-	// Kind keeps the tools of one kind (see [KindOf]): KindWasm, KindNative, ...
-	Kind string
-	// Uncallable adds the tools a model may not call: those the policy
-	// denies and network tools whose grant holds no host. An operator's
-	// listing wants them (with their status); a model's tool list never.
-	Uncallable bool
-}
-
-// Tools returns the highest version of each loaded tool that q selects,
-// sorted by ID. Without q.Uncallable it is what a model may be shown:
-// tools the policy denies, and network tools whose grant holds no host at
-// all (every call would be refused), are left out.
-func (h *Host) Tools(q Query) []*manifest.Tool {
-	var tag string
-	if len(q.Tags) > 0 {
-		tag = q.Tags[0] // the registry narrows by one tag; the rest below
-	}
-	all := h.reg.Filter(q.Namespace, tag)
-	out := make([]*manifest.Tool, 0, len(all))
-	for _, t := range all {
-		if q.selects(t) && (q.Uncallable || h.callable(t)) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// selects reports whether t has q's kind and every one of q's tags.
-func (q Query) selects(t *manifest.Tool) bool {
-	if q.Kind != "" && KindOf(t) != q.Kind {
-		return false
-	}
-	for _, want := range q.Tags {
-		if !slices.Contains(t.Tags, want) {
-			return false
-		}
-	}
-	return true
-}
-
-// callable reports whether calls of t can do what it is for under its
-// grant.
-func (h *Host) callable(t *manifest.Tool) bool {
-	g := h.grant(t)
-	if g.Denied {
-		return false
-	}
-	sc := t.SecurityContext
-	if sc != nil && sc.NetworkAccess != nil && len(sc.NetworkAccess.AllowHosts) > 0 && len(g.Hosts) == 0 {
-		return false
-	}
-	return true
-}
-
-// Tool returns the tool with the given ID ("id" or "id@version"). Its error
-// is an *abi.Error: UNKNOWN_TOOL with suggestions, or LOAD_ERROR.
-func (h *Host) Tool(id string) (*manifest.Tool, error) { return h.reg.Lookup(id) }
-
-// Failures lists the manifests that failed to load.
-func (h *Host) Failures() []registry.Failure { return h.reg.Failures() }
-
 // Policy returns the policy the host applies.
 func (h *Host) Policy() *policy.Policy { return h.policy }
 
@@ -279,23 +183,4 @@ func (h *Host) Grant(id string) (*policy.Grant, error) {
 		return nil, err
 	}
 	return h.grant(t), nil
-}
-
-func (h *Host) grant(t *manifest.Tool) *policy.Grant {
-	return h.policy.Grant(t, h.opts.LookupEnv)
-}
-
-// asLoadError maps a Prepare error to an *abi.Error, keeping its code when
-// the chain carries one.
-func asLoadError(id string, err error) *abi.Error {
-	var ae *abi.Error
-	if errors.As(err, &ae) {
-		if ae.Message == "" {
-			return abi.Errorf(ae.Code, "tool %s: %s", id, err.Error())
-		}
-		if ae.Code != abi.CodeLoadError {
-			return ae
-		}
-	}
-	return abi.Errorf(abi.CodeLoadError, "tool %s failed to load: %s", id, err.Error())
 }

@@ -116,25 +116,6 @@ func (h *Host) forget(t *manifest.Tool, p *prepared) {
 	h.mu.Unlock()
 }
 
-// begin registers a call and ties its context to the host's lifetime; end
-// must be called when it returns. A closed host refuses new calls.
-func (h *Host) begin(ctx context.Context) (context.Context, func(), *abi.Error) {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil, nil, closedError()
-	}
-	h.inflight.Add(1)
-	h.mu.Unlock()
-	cctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(h.life, func() { cancel(errClosed) })
-	return cctx, func() {
-		stop()
-		cancel(nil)
-		h.inflight.Done()
-	}, nil
-}
-
 // callerError is the failure of a call whose context ended: CANCELLED when
 // the caller cancelled it or the host was closed, TIMEOUT naming the
 // caller's deadline when that passed. toolTimeout, when set, is the tool's
@@ -157,39 +138,86 @@ func closedError() *abi.Error {
 	return abi.Errorf(abi.CodeCancelled, "the host was closed; the call did not run or was stopped")
 }
 
-// Close stops the host: new calls are refused with CANCELLED, calls and
-// preparations in progress are cancelled (their guests stopped) and
-// answered with CANCELLED, then the runners and their compiled modules are
-// released. It waits for the calls to return until ctx is done, but not for
-// a compilation in progress: that ends on its own and its result is
-// dropped. Closing twice is a no-op.
-func (h *Host) Close(ctx context.Context) error {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil
-	}
-	h.closed = true
-	h.mu.Unlock()
-	h.stopLife(errClosed)
-	drained := make(chan struct{})
-	go func() { h.inflight.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-ctx.Done():
-		h.log.Warn("close: calls still running when the context ended; releasing the runners anyway")
-	}
-	var errs []error
-	for _, c := range h.closers {
-		errs = append(errs, c(ctx))
-	}
-	h.closers = nil
-	return errors.Join(errs...)
-}
-
 // active is how many calls use p now.
 func (p *prepared) active() int {
 	p.refMu.Lock()
 	defer p.refMu.Unlock()
 	return p.refs
+}
+
+// retireGone forgets the preparations of tools no longer in the
+// catalogue and frees their runners once their last call has returned.
+func (h *Host) retireGone() {
+	live := map[*manifest.Tool]bool{}
+	for _, t := range h.reg.All() {
+		live[t] = true
+	}
+	h.mu.Lock()
+	var gone []*prepared
+	for t, p := range h.prepared {
+		if !live[t] {
+			delete(h.prepared, t)
+			gone = append(gone, p)
+		}
+	}
+	h.mu.Unlock()
+	for _, p := range gone {
+		p.retire()
+	}
+}
+
+// retire frees the prepared runner once no call uses it.
+func (p *prepared) retire() {
+	p.refMu.Lock()
+	p.retired = true
+	idle := p.refs == 0
+	p.refMu.Unlock()
+	if idle {
+		go p.release() // waits for a preparation still running
+	}
+}
+
+// acquire counts a call on p; finish must follow.
+func (p *prepared) acquire() {
+	p.refMu.Lock()
+	p.refs++
+	p.refMu.Unlock()
+}
+
+func (p *prepared) finish() {
+	p.refMu.Lock()
+	p.refs--
+	last := p.refs == 0 && p.retired
+	p.refMu.Unlock()
+	if last {
+		p.release()
+	}
+}
+
+func (p *prepared) release() {
+	<-p.done
+	p.releaseOnce.Do(func() {
+		if c, ok := p.run.(runner.Closer); ok {
+			_ = c.Close()
+		}
+	})
+}
+
+func (h *Host) grant(t *manifest.Tool) *policy.Grant {
+	return h.policy.Grant(t, h.opts.LookupEnv)
+}
+
+// asLoadError maps a Prepare error to an *abi.Error, keeping its code when
+// the chain carries one.
+func asLoadError(id string, err error) *abi.Error {
+	var ae *abi.Error
+	if errors.As(err, &ae) {
+		if ae.Message == "" {
+			return abi.Errorf(ae.Code, "tool %s: %s", id, err.Error())
+		}
+		if ae.Code != abi.CodeLoadError {
+			return ae
+		}
+	}
+	return abi.Errorf(abi.CodeLoadError, "tool %s failed to load: %s", id, err.Error())
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/registry"
-	"github.com/agenthost/agenthost/host/runner"
 	"github.com/agenthost/agenthost/host/toolpack"
 )
 
@@ -203,64 +202,6 @@ func (h *Host) rebuild(dirs []string) (Change, error) {
 	return ch, nil
 }
 
-// retireGone forgets the preparations of tools no longer in the
-// catalogue and frees their runners once their last call has returned.
-func (h *Host) retireGone() {
-	live := map[*manifest.Tool]bool{}
-	for _, t := range h.reg.All() {
-		live[t] = true
-	}
-	h.mu.Lock()
-	var gone []*prepared
-	for t, p := range h.prepared {
-		if !live[t] {
-			delete(h.prepared, t)
-			gone = append(gone, p)
-		}
-	}
-	h.mu.Unlock()
-	for _, p := range gone {
-		p.retire()
-	}
-}
-
-// retire frees the prepared runner once no call uses it.
-func (p *prepared) retire() {
-	p.refMu.Lock()
-	p.retired = true
-	idle := p.refs == 0
-	p.refMu.Unlock()
-	if idle {
-		go p.release() // waits for a preparation still running
-	}
-}
-
-// acquire counts a call on p; finish must follow.
-func (p *prepared) acquire() {
-	p.refMu.Lock()
-	p.refs++
-	p.refMu.Unlock()
-}
-
-func (p *prepared) finish() {
-	p.refMu.Lock()
-	p.refs--
-	last := p.refs == 0 && p.retired
-	p.refMu.Unlock()
-	if last {
-		p.release()
-	}
-}
-
-func (p *prepared) release() {
-	<-p.done
-	p.releaseOnce.Do(func() {
-		if c, ok := p.run.(runner.Closer); ok {
-			_ = c.Close()
-		}
-	})
-}
-
 func contains(dirs []string, d string) bool {
 	for _, x := range dirs {
 		if x == d {
@@ -320,4 +261,126 @@ func (h *Host) dirCheck(dir string) func(*manifest.Tool) error {
 		}
 		return nil
 	}
+}
+
+// checkHandler rejects at load a tool this host cannot run: a handler type
+// with no runner (a service-method tool whose service the host application
+// did not register, a workflow tool on a host without the workflow
+// engine).
+func (h *Host) checkHandler(t *manifest.Tool) error {
+	if sc := t.SecurityContext; sc != nil && len(sc.Credentials) > 0 && h.opts.Credentials == nil {
+		return fmt.Errorf("the tool requests the credentials %s, and this host has no credential issuer (Options.Credentials; agenthost serve --credential-key)", strings.Join(sc.Credentials, ", "))
+	}
+	if t.Handler.Type == manifest.HandlerServiceMethod {
+		if h.native.Has(t.Handler.ServiceName, t.Handler.MethodName) {
+			return nil
+		}
+		registered := strings.Join(h.native.Services(), ", ")
+		if registered == "" {
+			registered = "none"
+		}
+		return fmt.Errorf("handler service-method: the host application registered no service %q with method %q (registered: %s)",
+			t.Handler.ServiceName, t.Handler.MethodName, registered)
+	}
+	if _, ok := h.runners[runnerKey(t)]; ok {
+		return nil
+	}
+	return fmt.Errorf("handler %q is not supported by this host", runnerKey(t))
+}
+
+// Query selects tools for [Host.Tools]. Its zero value selects every tool
+// a model may call; each field set narrows the selection.
+type Query struct {
+	// Namespace keeps the tools whose ID starts with Namespace + ":".
+	Namespace string
+	// Tags keeps the tools carrying every one of them.
+	Tags []string
+	// Kind keeps the tools of one kind (see [KindOf]): KindWasm, KindNative, ...
+	Kind string
+	// Uncallable adds the tools a model may not call: those the policy
+	// denies and network tools whose grant holds no host. An operator's
+	// listing wants them (with their status); a model's tool list never.
+	Uncallable bool
+}
+
+// Tools returns the highest version of each loaded tool that q selects,
+// sorted by ID. Without q.Uncallable it is what a model may be shown:
+// tools the policy denies, and network tools whose grant holds no host at
+// all (every call would be refused), are left out.
+func (h *Host) Tools(q Query) []*manifest.Tool {
+	var tag string
+	if len(q.Tags) > 0 {
+		tag = q.Tags[0] // the registry narrows by one tag; the rest below
+	}
+	all := h.reg.Filter(q.Namespace, tag)
+	out := make([]*manifest.Tool, 0, len(all))
+	for _, t := range all {
+		if q.selects(t) && (q.Uncallable || h.callable(t)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// selects reports whether t has q's kind and every one of q's tags.
+func (q Query) selects(t *manifest.Tool) bool {
+	if q.Kind != "" && KindOf(t) != q.Kind {
+		return false
+	}
+	for _, want := range q.Tags {
+		if !slices.Contains(t.Tags, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// callable reports whether calls of t can do what it is for under its
+// grant.
+func (h *Host) callable(t *manifest.Tool) bool {
+	g := h.grant(t)
+	if g.Denied {
+		return false
+	}
+	sc := t.SecurityContext
+	if sc != nil && sc.NetworkAccess != nil && len(sc.NetworkAccess.AllowHosts) > 0 && len(g.Hosts) == 0 {
+		return false
+	}
+	return true
+}
+
+// Tool returns the tool with the given ID ("id" or "id@version"). Its error
+// is an *abi.Error: UNKNOWN_TOOL with suggestions, or LOAD_ERROR.
+func (h *Host) Tool(id string) (*manifest.Tool, error) { return h.reg.Lookup(id) }
+
+// Failures lists the manifests that failed to load.
+func (h *Host) Failures() []registry.Failure { return h.reg.Failures() }
+
+// Tool kinds, as Query and ToolHealth name them.
+const (
+	KindWasm     = "wasm"
+	KindExtism   = "extism"
+	KindScript   = "script"
+	KindNative   = "native"
+	KindWorkflow = "workflow"
+	KindMCP      = "mcp"
+)
+
+// KindOf names how t runs: wasm (wasi-command), extism, script, native
+// (a Go function), workflow or mcp.
+func KindOf(t *manifest.Tool) string {
+	switch t.Handler.Type {
+	case manifest.HandlerWasm:
+		if t.Handler.ABI == manifest.ABIExtism {
+			return KindExtism
+		}
+		return KindWasm
+	case manifest.HandlerScript:
+		return KindScript
+	case manifest.HandlerServiceMethod:
+		return KindNative
+	case manifest.HandlerWorkflow:
+		return KindWorkflow
+	}
+	return t.Handler.Type
 }
