@@ -23,7 +23,7 @@ const testBudgets = `{maxSteps: "200000", maxCalls: "5", maxCallOutputBytes: "60
 func codeHost(t testing.TB, config string) *host.Host {
 	t.Helper()
 	ws := t.TempDir()
-	for name, text := range map[string]string{"a.txt": "alpha", "b.txt": "beta", "big.txt": strings.Repeat("x", 4000)} {
+	for name, text := range map[string]string{"a.txt": "alpha", "b.txt": "beta", "big.txt": strings.Repeat("x", 4000), "large.txt": strings.Repeat("y", 200000)} {
 		if err := os.WriteFile(filepath.Join(ws, name), []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,11 @@ tools:
     config: {maxCalls: "5"}
     limits: {max: {timeoutMs: 3000}}
 `)
-	return hosttest.NewHost(t, p, filepath.Join(tp, "code"), filepath.Join(tp, "fs"), filepath.Join(tp, "core"))
+	h := hosttest.NewHost(t, p, filepath.Join(tp, "code"), filepath.Join(tp, "fs"), filepath.Join(tp, "core"))
+	// On the compiled tier: on the interpreter (an empty cache) an
+	// endless loop meets the timeout before its step budget.
+	h.Warm(context.Background(), host.WarmOptions{Tools: []string{"code:starlark"}})
+	return h
 }
 
 // TestCodeStarlark runs programs through the real code:starlark module:
@@ -156,5 +160,18 @@ func TestCodeJS(t *testing.T) {
 				t.Fatalf("got %+v, want %s with %q", env.Error, tc.code0, tc.want)
 			}
 		})
+	}
+}
+
+// TestCodeLargeAnswer reads an answer larger than the guest's first
+// buffer (64 KiB): the import holds it and the guest fetches it with a
+// second call, and the tool runs once.
+func TestCodeLargeAnswer(t *testing.T) {
+	h := codeHost(t, `{maxCallOutputBytes: "1000000"}`)
+	var steps int
+	ctx := host.WithCodeScope(context.Background(), host.CodeScope{Step: func(host.CodeStep) { steps++ }})
+	env := h.Call(ctx, "code:starlark", json.RawMessage(`{"code":"r = tools.fs.read(path = 'large.txt', limit = 150000)\nresult = [len(r['content']), r['content'][-3:]]"}`))
+	if env.Error != nil || string(env.Output) != `{"result":[150000,"yyy"],"log":[],"calls":1}` || steps != 1 {
+		t.Fatalf("got %s, %v, %d steps", env.Output, env.Error, steps)
 	}
 }
