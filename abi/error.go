@@ -23,13 +23,17 @@ const (
 	CodeSkipped          Code = "SKIPPED"
 	CodeLoadError        Code = "LOAD_ERROR"
 	CodeInternal         Code = "INTERNAL"
+	// CodeMayHaveRun is a call stopped by its server's or worker's
+	// shutdown: what it did before is not known, so a client must not
+	// take it for a call that did not run.
+	CodeMayHaveRun Code = "MAY_HAVE_RUN"
 )
 
 // Codes lists every code in their documented order.
 var Codes = []Code{
 	CodeMalformedAction, CodeUnknownTool, CodeInvalidArguments, CodePermissionDenied,
 	CodeTimeout, CodeCancelled, CodeFuelExhausted, CodeMemoryLimit, CodeOutputLimit, CodeToolError,
-	CodeInvalidOutput, CodeSkipped, CodeLoadError, CodeInternal,
+	CodeInvalidOutput, CodeSkipped, CodeLoadError, CodeInternal, CodeMayHaveRun,
 }
 
 // Error is both the wire body of a failed call ({"code","message","details"})
@@ -57,6 +61,7 @@ var (
 	ErrSkipped          = &Error{Code: CodeSkipped}
 	ErrLoadError        = &Error{Code: CodeLoadError}
 	ErrInternal         = &Error{Code: CodeInternal}
+	ErrMayHaveRun       = &Error{Code: CodeMayHaveRun}
 )
 
 // Errorf returns an *Error with the given code and a formatted message.

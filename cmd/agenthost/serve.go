@@ -40,6 +40,7 @@ import (
 type serveFlags struct {
 	addr, auth, data, store, credKey, otlp, instance string
 	otlpSample                                       float64
+	drain                                            time.Duration
 	profiles                                         multiFlag
 	noAuth                                           bool
 	nats                                             natsFlags
@@ -60,6 +61,7 @@ func serveCommand() command {
 			fs.StringVar(&s.otlp, "otlp", "", "export a trace span per tool call (execute_tool, generative-AI attributes) over OTLP/HTTP to `URL` (e.g. http://127.0.0.1:4318)")
 			fs.Float64Var(&s.otlpSample, "otlp-sample", 1, "the `RATIO` of calls traced with --otlp (0 < RATIO ≤ 1; a span follows its parent's decision)")
 			s.nats.register(fs, "run tool calls on workers (agenthost worker) over the NATS JetStream server at `URL` instead of in this process")
+			fs.DurationVar(&s.drain, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long the calls, runs and jobs in progress may go on to finish (nothing new starts); past it the jobs still running are stopped and answer MAY_HAVE_RUN")
 			fs.BoolVar(&s.noAuth, "no-auth", false, "take every request without a token, as the one tenant with every scope (loopback only: for local clients that cannot send a token, such as the MCP conformance suite)")
 			fs.Var(&s.profiles, "profiles", "a `DIR` of agent profiles (*.profile.json, agent_profile.json) for the tenant without --auth (repeatable)")
 		},
@@ -83,6 +85,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return usageError{"--no-auth takes every request without a token, so serve listens on a loopback address only (127.0.0.1, ::1, localhost), not " + host_}
 	case s.auth == "" && !isLoopback(host_):
 		return usageError{"without --auth, serve listens on a loopback address only (127.0.0.1, ::1, localhost)"}
+	}
+	if s.drain <= 0 {
+		return usageError{"--drain-timeout must be above 0"}
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -212,9 +217,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	case <-ctx.Done():
 	}
-	fmt.Fprintln(msg, "agenthost: draining")
+	fmt.Fprintf(msg, "agenthost: draining (up to %s)\n", s.drain)
 	api.Drain()
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), s.drain)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

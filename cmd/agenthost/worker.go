@@ -26,17 +26,19 @@ type workerFlags struct {
 	nats          natsFlags
 	auth, metrics string
 	concurrency   int
+	drain         time.Duration
 }
 
 func workerCommand() command {
 	return command{
-		name: "worker", serves: true, usage: "worker --nats URL --nats-key-file FILE [--nats-nkey FILE] [--auth FILE] [--concurrency N]",
+		name: "worker", serves: true, usage: "worker --nats URL --nats-key-file FILE [--nats-nkey FILE] [--auth FILE] [--concurrency N] [--drain-timeout D]",
 		summary: "run tool calls that agenthost serve --nats puts on the NATS JetStream queue, with this machine's toolpacks",
 		flags: func(fs *flag.FlagSet, e *env) {
 			w := &e.worker
 			w.nats.register(fs, "the NATS server `URL` (with JetStream) of serve --nats")
 			fs.StringVar(&w.auth, "auth", "", "the auth `FILE` of serve: its tenants (and their policies) are the ones this worker serves; without it the tenant default")
 			fs.IntVar(&w.concurrency, "concurrency", queue.DefaultConcurrency, "calls run at once")
+			fs.DurationVar(&w.drain, "drain-timeout", queue.DefaultDrainTimeout, "on SIGTERM or SIGINT, how long the calls running may go on to finish (no new call is taken); past it they are cancelled and answer MAY_HAVE_RUN")
 			fs.StringVar(&w.metrics, "metrics", "", "serve Prometheus metrics at http://`HOST:PORT`/metrics (agenthost_queue_rejected_total: forged, unsigned, expired and replayed messages dropped)")
 		},
 		run: runWorker,
@@ -47,6 +49,9 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	w := e.worker
 	if len(args) != 0 || w.nats.url == "" {
 		return usageError{"worker takes --nats URL and no arguments"}
+	}
+	if w.drain <= 0 {
+		return usageError{"--drain-timeout must be above 0"}
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -76,7 +81,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	}
 	name, _ := os.Hostname()
 	name = fmt.Sprintf("%s-%d", name, os.Getpid())
-	wk, err := queue.NewWorker(ctx, nc, name, byTenant, queue.Options{Key: key, Concurrency: w.concurrency, Logger: e.log.Named("worker")})
+	wk, err := queue.NewWorker(ctx, nc, name, byTenant, queue.Options{Key: key, Concurrency: w.concurrency, DrainTimeout: w.drain, Logger: e.log.Named("worker")})
 	if err != nil {
 		return err
 	}
@@ -100,5 +105,14 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(msg, "agenthost: worker metrics on http://%s/metrics\n", ln.Addr())
 	}
 	fmt.Fprintf(msg, "agenthost: worker %s serving %d tenant(s) from %s\n", name, len(byTenant), queue.RedactURL(w.nats.url))
+	ran := make(chan struct{})
+	defer close(ran)
+	go func() {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(msg, "agenthost: worker draining (up to %s)\n", w.drain)
+		case <-ran:
+		}
+	}()
 	return wk.Run(ctx)
 }

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -21,6 +24,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/queue"
 	"github.com/agenthost/agenthost/host/queue/queuetest"
 )
 
@@ -285,4 +290,105 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestWorkerDrain stops a worker process with SIGTERM while it runs a
+// call that sleeps: with a drain timeout longer than the call, the call
+// answers its real result; with one shorter, the call is cancelled and
+// answers MAY_HAVE_RUN, never a plain CANCELLED. Either way the worker
+// says it drains and exits 0 after the answer.
+func TestWorkerDrain(t *testing.T) {
+	ns := queuetest.Start(t)
+	keyFile := queuetest.KeyFile(t)
+	key, err := hex.DecodeString(strings.TrimSpace(string(must(os.ReadFile(keyFile)))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "agenthost")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	pack := filepath.Join(tmp, "pack")
+	os.Mkdir(pack, 0o755)
+	probe := exec.Command("go", "build", "-o", filepath.Join(pack, "probe.wasm"), "../../testdata/guests/goprobe")
+	probe.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := probe.CombinedOutput(); err != nil {
+		t.Fatalf("build the probe guest: %v\n%s", err, out)
+	}
+	manifest := `{"toolId":"t:probe","displayName":"Probe","description":"Runs probe operations (sleep).","version":"1.0.0",
+	"handler":{"type":"wasm","abi":"wasi-command","module":"probe.wasm"},
+	"securityContext":{"limits":{"timeoutMs":120000}}}`
+	if err := os.WriteFile(filepath.Join(pack, "probe.tool.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := queue.NewDispatcher(context.Background(), ns.Connect(t, "serve"), queue.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress := make(chan *nats.Msg, 4)
+	if _, err := ns.User(t, queuetest.Intruder, queuetest.IntruderPassword, nil).ChanSubscribe("agenthost.progress.>", progress); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, drain string
+		sleepMS     int
+		wantCode    abi.Code // "" for the call's own result
+	}{
+		{"the call finishes", "2m0s", 3000, ""},
+		{"the drain timeout passes", "1s", 60000, abi.CodeMayHaveRun},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, "worker", "--nats", ns.URL, "--nats-ca", ns.CA, "--nats-nkey", ns.Worker, "--nats-key-file", keyFile,
+				"--dir", pack, "--drain-timeout", tc.drain, "--log-level", "error")
+			cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+			var stderr syncBuffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() { cmd.Process.Kill() })
+			for !strings.Contains(stderr.String(), "serving") {
+				select {
+				case err := <-exited:
+					t.Fatalf("the worker exited: %v\n%s", err, stderr.String())
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			type answer struct {
+				env abi.Envelope
+				err error
+			}
+			answers := make(chan answer, 1)
+			go func() {
+				env, err := d.Call(context.Background(), "default", "t:probe", json.RawMessage(fmt.Sprintf(`{"ops":[{"op":"sleep","ms":%d}]}`, tc.sleepMS)))
+				answers <- answer{env, err}
+			}()
+			if m := <-progress; !strings.Contains(string(m.Data), `"started"`) {
+				t.Fatalf("progress %s", m.Data)
+			}
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			a := <-answers
+			if a.err != nil {
+				t.Fatalf("call: %v", a.err)
+			}
+			if tc.wantCode == "" {
+				if a.env.Error != nil || !strings.Contains(string(a.env.Output), `"results":[{"ok":true}]`) {
+					t.Fatalf("the call drained: %+v %s, want its result", a.env.Error, a.env.Output)
+				}
+			} else if a.env.Error == nil || a.env.Error.Code != tc.wantCode || !strings.Contains(a.env.Error.Message, "may have run") {
+				t.Fatalf("the call cut by the drain timeout: %+v %s, want %s", a.env.Error, a.env.Output, tc.wantCode)
+			}
+			if err := <-exited; err != nil {
+				t.Fatalf("the worker: %v\n%s", err, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "draining (up to "+tc.drain) {
+				t.Errorf("the worker did not say it drains:\n%s", stderr.String())
+			}
+		})
+	}
 }

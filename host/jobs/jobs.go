@@ -435,11 +435,16 @@ func (e *Engine) execute(ctx context.Context, j store.Job, r *run, placed bool) 
 		stopping := r.stopping && ran
 		e.mu.Unlock()
 		var err error
-		if stopping && env.Error != nil && env.Error.Code == abi.CodeCancelled {
+		switch {
+		case stopping && env.Error != nil && env.Error.Code == abi.CodeCancelled:
 			// Stopped by the server's own shutdown, not by a client: what
 			// the call did before is unknown.
 			_, err = e.o.Store.InterruptJob(bg, r.tenant, j.ID, "the server stopped during the call: the call may have run, in part or whole")
-		} else {
+		case env.Error != nil && env.Error.Code == abi.CodeMayHaveRun:
+			// A worker stopped during the call says so: the job is
+			// interrupted, not done.
+			_, err = e.o.Store.InterruptJob(bg, r.tenant, j.ID, env.Error.Message)
+		default:
 			_, _, err = e.o.Store.FinishJob(bg, r.tenant, j.ID, env)
 		}
 		if err != nil {

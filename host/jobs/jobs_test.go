@@ -325,3 +325,26 @@ func TestCloseInterrupts(t *testing.T) {
 		t.Fatalf("a start after close: %v", err)
 	}
 }
+
+// TestExecutorMayHaveRun: a call answered MAY_HAVE_RUN by its executor
+// (a worker whose drain timeout passed during the call) ends its job as
+// interrupted, with the executor's words, never as done.
+func TestExecutorMayHaveRun(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "jobs.db"))
+	const said = "worker w1 stopped and its drain timeout passed during the call: it may have run"
+	e, err := jobs.New(context.Background(), jobs.Options{Store: st, Run: func(_ context.Context, _, tool string, _ json.RawMessage) (abi.Envelope, error) {
+		return abi.Failure(tool, abi.Errorf(abi.CodeMayHaveRun, "%s", said)), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	j, err := e.Start(context.Background(), "acme", jobs.Request{Tool: "app:gate", Args: zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := wait(t, e, "acme", j.ID)
+	if got.Status != store.JobInterrupted || got.Error == nil || got.Error.Code != store.CodeMayHaveRun || got.Error.Message != said || got.Result != nil {
+		t.Fatalf("job %+v (error %+v), want interrupted with MAY_HAVE_RUN", got, got.Error)
+	}
+}

@@ -74,6 +74,10 @@ type Options struct {
 	// ReplayMemory is how many call IDs a worker remembers to refuse a
 	// copy of a call it has taken (DefaultReplayMemory when 0).
 	ReplayMemory int
+	// DrainTimeout is how long a worker told to stop goes on running the
+	// calls it has, taking no new one (DefaultDrainTimeout when 0); past
+	// it they are cancelled and answer MAY_HAVE_RUN.
+	DrainTimeout time.Duration
 	Logger       hclog.Logger
 }
 
@@ -85,6 +89,7 @@ const (
 	DefaultMaxDeadline     = 10 * time.Minute
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultReplayMemory    = 1 << 18
+	DefaultDrainTimeout    = 30 * time.Second
 )
 
 // Errors of the queue.
@@ -121,6 +126,9 @@ func (o *Options) defaults() error {
 	}
 	if o.ReplayMemory <= 0 {
 		o.ReplayMemory = DefaultReplayMemory
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = DefaultDrainTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()

@@ -67,9 +67,15 @@ func (tl *tools) ranAs(tenant string) int {
 }
 
 // startWorker runs a worker with a host of its own for each tenant (acme
-// and beta) until stop is called.
+// and beta) until stop is called: then it dies, its connection closed
+// before it is stopped, so that it answers nothing (TestWorkerDrain in
+// cmd/agenthost stops a worker process that drains).
 func startWorker(t *testing.T, ns *queuetest.Server, name string, tl *tools, o queue.Options) (w *queue.Worker, stop func()) {
 	t.Helper()
+	if o.DrainTimeout == 0 {
+		// A dead worker's calls are cut at once.
+		o.DrainTimeout = 100 * time.Millisecond
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	hosts := map[string]*host.Host{}
 	for _, tenant := range []string{"acme", "beta"} {
@@ -89,9 +95,9 @@ func startWorker(t *testing.T, ns *queuetest.Server, name string, tl *tools, o q
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
+			nc.Close()
 			cancel()
 			<-done
-			nc.Close()
 			for _, h := range hosts {
 				h.Close(context.Background())
 			}

@@ -47,17 +47,34 @@ func NewWorker(ctx context.Context, nc *nats.Conn, name string, hosts map[string
 	return w, nil
 }
 
-// Run takes calls until ctx ends; calls in flight when it ends are
-// cancelled and not acknowledged (another worker gets them).
+// Run takes calls until ctx ends, then drains: it takes no new call and
+// waits for those it runs to answer, up to DrainTimeout. Past it, they
+// are cancelled and answer MAY_HAVE_RUN (acknowledged: a call has one
+// answer, and one that may have run is not run again elsewhere).
 func (w *Worker) Run(ctx context.Context) error {
 	cancels, err := w.nc.Subscribe(cancelSubject+"*", w.cancel)
 	if err != nil {
 		return err
 	}
 	defer cancels.Unsubscribe()
+	// The calls outlive ctx by the drain timeout at most.
+	calls, cut := context.WithCancel(context.WithoutCancel(ctx))
+	defer cut()
 	sem := make(chan struct{}, w.o.Concurrency)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		drained := make(chan struct{})
+		go func() { wg.Wait(); close(drained) }()
+		t := time.NewTimer(w.o.DrainTimeout)
+		defer t.Stop()
+		select {
+		case <-drained:
+		case <-t.C:
+			w.o.Logger.Warn("the drain timeout passed: the calls still running are cancelled (they may have run)", "timeout", w.o.DrainTimeout)
+			cut()
+			<-drained
+		}
+	}()
 	for {
 		select {
 		case sem <- struct{}{}:
@@ -85,7 +102,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				w.handle(ctx, m)
+				w.handle(calls, m)
 			}()
 		}
 		if !got {
@@ -133,7 +150,8 @@ func (w *Worker) accept(m jetstream.Msg) (*call, uint64) {
 	return c, delivered
 }
 
-// handle runs one call: again only if its tool is idempotent when a
+// handle runs one call (ctx ends when a stopping worker's drain timeout
+// passes): again only if its tool is idempotent when a
 // worker already had it; a sign of life every AckWait/3 while it runs.
 // The tenant, tool and deadline are the verified call's.
 func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
@@ -184,9 +202,10 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}()
 	env := hst.Call(host.WithCallID(cctx, c.id), c.tool, c.args)
 	close(done)
-	if ctx.Err() != nil {
-		// The worker is stopping: leave the call to another worker.
-		return
+	if ctx.Err() != nil && env.Error != nil && (env.Error.Code == abi.CodeCancelled || env.Error.Code == abi.CodeTimeout) {
+		// Cut by the worker's drain timeout, not by its caller: what the
+		// call did before is not known.
+		env = abi.Failure(c.tool, abi.Errorf(abi.CodeMayHaveRun, "worker %s stopped and its drain timeout passed during the call: it was cancelled, but it may have run, in part or whole", w.name))
 	}
 	reply(env)
 }
