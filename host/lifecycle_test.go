@@ -214,6 +214,9 @@ func TestCloseDuringCallsAndPreparation(t *testing.T) {
 func TestParkedCommand(t *testing.T) {
 	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t), commandPack(t))
 	ctx := context.Background()
+	// Pools are the compiled tier's: with an empty cache the tools first
+	// run on the interpreter (docs/POOLS.md, "Tiers").
+	h.Warm(ctx, host.WarmOptions{Tools: []string{"cmd:echo", "core:echo"}})
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
