@@ -168,7 +168,6 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		tier: tierState{
 			on:       tieringOn(opts, tieringDefault),
 			compiled: map[string]*compileEntry{},
-			pending:  map[*tiered]struct{}{},
 		},
 	}, nil
 }
@@ -178,7 +177,6 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 // A compilation in progress is not waited for: the runtime is released
 // when it ends, and its module is dropped.
 func (r *Runner) Close(ctx context.Context) error {
-	r.waitUpgrades()
 	r.writes.Close()
 	r.mu.Lock()
 	r.closed = true
@@ -224,13 +222,12 @@ func (r *Runner) isClosed() bool {
 // denied grant). Unless tiering is off, a module not compiled yet runs
 // on the interpreter until its compiled code is ready (tier.go).
 func (r *Runner) Prepare(ctx context.Context, tool *manifest.Tool, grant *policy.Grant) (runner.Prepared, error) {
-	start := time.Now()
 	p, err := r.prepare(ctx, tool, grant, prepOpts{})
 	if err != nil {
 		return nil, err
 	}
 	if p.interp {
-		return r.tierUp(tool, grant, p, time.Since(start)), nil
+		return r.tierUp(tool, grant, p), nil
 	}
 	return p, nil
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/tetratelabs/wazero"
 
@@ -57,10 +56,6 @@ func tieringSupported() bool {
 	return (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64") && (runtime.GOOS == "linux" || runtime.GOOS == "darwin" || runtime.GOOS == "windows" || runtime.GOOS == "freebsd")
 }
 
-// closeWaitMax bounds how long Close waits for a background compile (see
-// Runner.waitUpgrades).
-const closeWaitMax = time.Second
-
 // prepOpts says how a preparation compiles.
 type prepOpts struct {
 	// compiled forces the compiled tier (the background upgrade, or
@@ -80,8 +75,6 @@ type tierState struct {
 	rt       wazero.Runtime
 	err      error
 	compiled map[string]*compileEntry // guarded by Runner.mu
-	// pending are the upgrades not yet ended, for Close.
-	pending map[*tiered]struct{} // guarded by Runner.mu
 	// hold, when set (tests only), delays every upgrade until closed.
 	hold chan struct{}
 }
@@ -167,33 +160,19 @@ type tiered struct {
 	next  atomic.Pointer[prepared]
 	// done is closed when the upgrade has ended, set or failed.
 	done chan struct{}
-	// took is how long the interpreter tier took to compile: Close
-	// waits for the upgrade at most that long (Runner.waitUpgrades).
-	took time.Duration
 
 	mu     sync.Mutex
 	closed bool
 }
 
 // tierUp returns first (an interpreter tier) wrapped, and starts
-// preparing the compiled tier in the background.
-func (r *Runner) tierUp(tool *manifest.Tool, grant *policy.Grant, first *prepared, took time.Duration) runner.Prepared {
-	t := &tiered{r: r, first: first, done: make(chan struct{}), took: took}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		close(t.done)
-		return t
-	}
-	r.tier.pending[t] = struct{}{}
-	r.mu.Unlock()
+// preparing the compiled tier in the background. Close does not wait
+// for it (docs/RATIONALE.md, "Why not wait for the compile at Close?"):
+// the runtime is released when it ends.
+func (r *Runner) tierUp(tool *manifest.Tool, grant *policy.Grant, first *prepared) runner.Prepared {
+	t := &tiered{r: r, first: first, done: make(chan struct{})}
 	go func() {
-		defer func() {
-			r.mu.Lock()
-			delete(r.tier.pending, t)
-			r.mu.Unlock()
-			close(t.done)
-		}()
+		defer close(t.done)
 		if r.tier.hold != nil {
 			<-r.tier.hold
 		}
@@ -259,38 +238,6 @@ func (t *tiered) Warm(ctx context.Context) WarmState {
 	case <-ctx.Done():
 	}
 	return t.current().Warm(ctx)
-}
-
-// waitUpgrades is Close's wait for the background compiles: each for at
-// most what its interpreter tier took to compile (at most closeWaitMax),
-// all at once. A compile that ends in that time lands in the on-disk
-// cache, so the next process skips even the interpreter's compile; one
-// that does not is abandoned (its runtime released when it ends), as a
-// short process would otherwise wait up to a full compile for a module
-// it no longer needs (docs/POOLS.md, "Why a bounded wait at Close?").
-// Without a cache folder there is nothing to land, and no wait.
-func (r *Runner) waitUpgrades() {
-	if r.compiledFiles == nil {
-		return
-	}
-	r.mu.Lock()
-	pending := make([]*tiered, 0, len(r.tier.pending))
-	for t := range r.tier.pending {
-		pending = append(pending, t)
-	}
-	r.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, t := range pending {
-		wg.Go(func() {
-			timer := time.NewTimer(min(t.took, closeWaitMax))
-			defer timer.Stop()
-			select {
-			case <-t.done:
-			case <-timer.C:
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // Interface guards
