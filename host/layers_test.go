@@ -12,11 +12,11 @@ import (
 // frontEnds may import the host facade; nothing else under host/ may, and
 // the facade imports none of them: dependencies point one way.
 var frontEnds = map[string]bool{
-	"github.com/agenthost/agenthost/host/mcp":      true,
-	"github.com/agenthost/agenthost/host/agent":    true,
-	"github.com/agenthost/agenthost/host/hosttest": true,
-	"github.com/agenthost/agenthost/host/serve":    true,
-	"github.com/agenthost/agenthost/host/queue":    true,
+	"github.com/agenthost/agenthost/host/mcp":           true,
+	"github.com/agenthost/agenthost/host/agent":         true,
+	"github.com/agenthost/agenthost/host/hosttest":      true,
+	"github.com/agenthost/agenthost/host/serve":         true,
+	"github.com/agenthost/agenthost/host/jobs/natsexec": true,
 }
 
 // belowJobs may not depend on the job engine: the engine sits between

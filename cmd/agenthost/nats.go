@@ -12,7 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/agenthost/agenthost/host/queue"
+	"github.com/agenthost/agenthost/host/jobs/natsexec"
 )
 
 // The environment variables of the NATS flags: secrets stay out of the
@@ -50,15 +50,15 @@ func (n natsFlags) key(e *env) ([]byte, error) {
 	case n.keyFile != "" && fromEnv != "":
 		return nil, usageError{"give the queue's key once: --nats-key-file or $" + envNATSKey + ", not both"}
 	case n.keyFile == "" && fromEnv == "":
-		return nil, usageError{fmt.Sprintf("--nats needs the queue's shared key, which signs and encrypts every call and result: --nats-key-file FILE or $%s (hex), %d random bytes or more; %s", envNATSKey, queue.MinKeyBytes, howTo)}
+		return nil, usageError{fmt.Sprintf("--nats needs the queue's shared key, which signs and encrypts every call and result: --nats-key-file FILE or $%s (hex), %d random bytes or more; %s", envNATSKey, natsexec.MinKeyBytes, howTo)}
 	case fromEnv != "":
-		k, err := queue.DecodeKey(fromEnv)
+		k, err := natsexec.DecodeKey(fromEnv)
 		if err != nil {
 			return nil, usageError{fmt.Sprintf("$%s: %v; %s", envNATSKey, err, howTo)}
 		}
 		return k, nil
 	}
-	k, err := queue.LoadKey(n.keyFile)
+	k, err := natsexec.LoadKey(n.keyFile)
 	if err != nil {
 		return nil, usageError{fmt.Sprintf("--nats-key-file: %v; %s", err, howTo)}
 	}
@@ -76,14 +76,14 @@ func (n natsFlags) connect(ctx context.Context, e *env, role string) (*nats.Conn
 	if err != nil {
 		return nil, nil, err
 	}
-	o := queue.ConnOptions{
+	o := natsexec.ConnOptions{
 		URL: n.url, Name: "agenthost " + role,
 		CredsFile: n.creds, NKeyFile: n.nkey, CAFile: n.ca, CertFile: n.cert, KeyFile: n.certKey,
 		User: os.Getenv(envNATSUser), Password: os.Getenv(envNATSPassword), Token: os.Getenv(envNATSToken),
-		InboxPrefix: queue.WorkerInbox, InsecureTest: n.insecureTest,
+		InboxPrefix: natsexec.WorkerInbox, InsecureTest: n.insecureTest,
 	}
 	if role == "serve" {
-		o.InboxPrefix = queue.DispatcherInbox
+		o.InboxPrefix = natsexec.DispatcherInbox
 	}
 	msg := e.messages()
 	if n.insecureTest {
@@ -92,18 +92,18 @@ func (n natsFlags) connect(ctx context.Context, e *env, role string) (*nats.Conn
 	if strings.Contains(n.url, "@") {
 		fmt.Fprintf(msg, "agenthost: warning: --nats carries credentials, which show in process lists; prefer $%s and $%s, or --nats-nkey\n", envNATSUser, envNATSPassword)
 	}
-	nc, err := queue.Connect(ctx, o)
+	nc, err := natsexec.Connect(ctx, o)
 	if err == nil {
 		return nc, key, nil
 	}
-	shown := queue.RedactURL(n.url)
+	shown := natsexec.RedactURL(n.url)
 	creds := fmt.Sprintf("--nats-creds FILE, --nats-nkey FILE, $%s and $%s, or $%s", envNATSUser, envNATSPassword, envNATSToken)
 	switch {
-	case errors.Is(err, queue.ErrPlainRemote):
+	case errors.Is(err, natsexec.ErrPlainRemote):
 		return nil, nil, usageError{fmt.Sprintf("--nats %s: a NATS server beyond loopback must be reached over TLS: use %s (with --nats-ca FILE when a private CA signs its certificate), and give the server a tls { cert_file, key_file } block (examples/deploy/nats-server.conf)", shown, tlsURL(shown))}
-	case errors.Is(err, queue.ErrOpenServer):
+	case errors.Is(err, natsexec.ErrOpenServer):
 		return nil, nil, usageError{fmt.Sprintf("--nats %s: the NATS server lets clients in without credentials, so anyone who reaches it could read every tenant's calls and run tools as any tenant. Turn on its authorization (users with nkeys and the permissions of docs/OPERATIONS.md, \"Securing the queue\"; examples/deploy/nats-server.conf; no no_auth_user) and give this process its credentials: %s. For a private test server only: --nats-insecure-test", shown, creds)}
-	case errors.Is(err, queue.ErrRefused):
+	case errors.Is(err, natsexec.ErrRefused):
 		given := "no credentials were given"
 		switch {
 		case n.creds != "":
@@ -118,7 +118,7 @@ func (n natsFlags) connect(ctx context.Context, e *env, role string) (*nats.Conn
 			given = "the user in --nats"
 		}
 		return nil, nil, usageError{fmt.Sprintf("--nats %s: the NATS server refused this process's credentials (%s): give those of a user of the server's configuration: %s", shown, given, creds)}
-	case errors.Is(err, queue.ErrCredentials):
+	case errors.Is(err, natsexec.ErrCredentials):
 		return nil, nil, usageError{fmt.Sprintf("--nats: %v: give one of %s", err, creds)}
 	case strings.Contains(err.Error(), "certificate"):
 		return nil, nil, usageError{fmt.Sprintf("--nats %s: %v: give the CA that signs the server's certificate with --nats-ca FILE", shown, err)}

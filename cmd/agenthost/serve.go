@@ -29,9 +29,9 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/cache"
 	"github.com/agenthost/agenthost/host/credential"
+	"github.com/agenthost/agenthost/host/jobs/natsexec"
 	"github.com/agenthost/agenthost/host/llm"
 	"github.com/agenthost/agenthost/host/profile"
-	"github.com/agenthost/agenthost/host/queue"
 	"github.com/agenthost/agenthost/host/serve"
 	"github.com/agenthost/agenthost/host/store"
 )
@@ -173,7 +173,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	var depth func() (int64, error)
 	var collectors []prometheus.Collector
 	if nc != nil {
-		d, err := queue.NewDispatcher(ctx, nc, queue.Options{Key: natsKey, Logger: e.log.Named("queue")})
+		d, err := natsexec.NewDispatcher(ctx, nc, natsexec.Options{Key: natsKey, Logger: e.log.Named("queue")})
 		if err != nil {
 			return err
 		}

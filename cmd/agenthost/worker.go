@@ -18,7 +18,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/cache"
-	"github.com/agenthost/agenthost/host/queue"
+	"github.com/agenthost/agenthost/host/jobs/natsexec"
 )
 
 // workerFlags are the flags of `worker`.
@@ -37,8 +37,8 @@ func workerCommand() command {
 			w := &e.worker
 			w.nats.register(fs, "the NATS server `URL` (with JetStream) of serve --nats")
 			fs.StringVar(&w.auth, "auth", "", "the auth `FILE` of serve: its tenants (and their policies) are the ones this worker serves; without it the tenant default")
-			fs.IntVar(&w.concurrency, "concurrency", queue.DefaultConcurrency, "calls run at once")
-			fs.DurationVar(&w.drain, "drain-timeout", queue.DefaultDrainTimeout, "on SIGTERM or SIGINT, how long the calls running may go on to finish (no new call is taken); past it they are cancelled and answer MAY_HAVE_RUN")
+			fs.IntVar(&w.concurrency, "concurrency", natsexec.DefaultConcurrency, "calls run at once")
+			fs.DurationVar(&w.drain, "drain-timeout", natsexec.DefaultDrainTimeout, "on SIGTERM or SIGINT, how long the calls running may go on to finish (no new call is taken); past it they are cancelled and answer MAY_HAVE_RUN")
 			fs.StringVar(&w.metrics, "metrics", "", "serve Prometheus metrics at http://`HOST:PORT`/metrics (agenthost_queue_rejected_total: forged, unsigned, expired and replayed messages dropped)")
 		},
 		run: runWorker,
@@ -81,7 +81,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	}
 	name, _ := os.Hostname()
 	name = fmt.Sprintf("%s-%d", name, os.Getpid())
-	wk, err := queue.NewWorker(ctx, nc, name, byTenant, queue.Options{Key: key, Concurrency: w.concurrency, DrainTimeout: w.drain, Logger: e.log.Named("worker")})
+	wk, err := natsexec.NewWorker(ctx, nc, name, byTenant, natsexec.Options{Key: key, Concurrency: w.concurrency, DrainTimeout: w.drain, Logger: e.log.Named("worker")})
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		defer srv.Close()
 		fmt.Fprintf(msg, "agenthost: worker metrics on http://%s/metrics\n", ln.Addr())
 	}
-	fmt.Fprintf(msg, "agenthost: worker %s serving %d tenant(s) from %s\n", name, len(byTenant), queue.RedactURL(w.nats.url))
+	fmt.Fprintf(msg, "agenthost: worker %s serving %d tenant(s) from %s\n", name, len(byTenant), natsexec.RedactURL(w.nats.url))
 	ran := make(chan struct{})
 	defer close(ran)
 	go func() {

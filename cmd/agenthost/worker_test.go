@@ -25,8 +25,8 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/agenthost/agenthost/abi"
-	"github.com/agenthost/agenthost/host/queue"
-	"github.com/agenthost/agenthost/host/queue/queuetest"
+	"github.com/agenthost/agenthost/host/jobs/natsexec"
+	"github.com/agenthost/agenthost/host/jobs/natsexec/queuetest"
 )
 
 // TestServeWithWorkers runs serve --nats and two worker processes around
@@ -322,7 +322,7 @@ func TestWorkerDrain(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pack, "probe.tool.json"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, err := queue.NewDispatcher(context.Background(), ns.Connect(t, "serve"), queue.Options{Key: key})
+	d, err := natsexec.NewDispatcher(context.Background(), ns.Connect(t, "serve"), natsexec.Options{Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}

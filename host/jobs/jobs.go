@@ -19,6 +19,9 @@
 // unfinished job can be finished, so a cancel of a finished job is a
 // no-op that returns its final state. An instance that cannot renew its
 // leases starts no job (Ready says why) until it can again.
+//
+// Calls run in process, or on workers over NATS JetStream: the executor
+// of the subpackage natsexec, whose dispatcher is the run function.
 package jobs
 
 import (

@@ -1,4 +1,4 @@
-package queue_test
+package natsexec_test
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/agenthost/agenthost/host/queue"
-	"github.com/agenthost/agenthost/host/queue/queuetest"
+	"github.com/agenthost/agenthost/host/jobs/natsexec"
+	"github.com/agenthost/agenthost/host/jobs/natsexec/queuetest"
 )
 
 // These tests attack the queue as someone who can reach the NATS server
@@ -84,9 +84,9 @@ func randomHex() string {
 // signed call for acme ran as acme, once.
 func TestForgedCall(t *testing.T) {
 	ns := queuetest.Start(t)
-	o := queue.Options{Key: queuetest.Key(t), Concurrency: 2}
+	o := natsexec.Options{Key: queuetest.Key(t), Concurrency: 2}
 	ctx := context.Background()
-	d, err := queue.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
+	d, err := natsexec.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,17 +132,17 @@ func TestForgedCall(t *testing.T) {
 		msg    *nats.Msg
 		reason string
 	}{
-		{"a tenant header only", headerOnly, queue.ReasonUnsigned},
-		{"a made-up signature", madeUp, queue.ReasonBadSignature},
-		{"a signed call with its tenant header changed", retargeted, queue.ReasonBadSignature},
+		{"a tenant header only", headerOnly, natsexec.ReasonUnsigned},
+		{"a made-up signature", madeUp, natsexec.ReasonBadSignature},
+		{"a signed call with its tenant header changed", retargeted, natsexec.ReasonBadSignature},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := w.Rejected(queue.MessageCall, tc.reason)
+			before := w.Rejected(natsexec.MessageCall, tc.reason)
 			ack, err := js.PublishMsg(ctx, tc.msg)
 			if err != nil || ack.Duplicate {
 				t.Fatalf("publish: %v %+v", err, ack)
 			}
-			waitFor(t, "the drop", func() bool { return w.Rejected(queue.MessageCall, tc.reason) == before+1 })
+			waitFor(t, "the drop", func() bool { return w.Rejected(natsexec.MessageCall, tc.reason) == before+1 })
 			waitFor(t, "an empty queue", func() bool { n, err := d.Depth(ctx); return err == nil && n == 0 })
 			if n := tl.ranAs("beta"); n != 0 {
 				t.Fatalf("ran as beta %d times", n)
@@ -162,9 +162,9 @@ func TestForgedCall(t *testing.T) {
 func TestForgedResult(t *testing.T) {
 	ns := queuetest.Start(t)
 	key := queuetest.Key(t)
-	o := queue.Options{Key: key, Concurrency: 2}
+	o := natsexec.Options{Key: key, Concurrency: 2}
 	ctx := context.Background()
-	d, err := queue.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
+	d, err := natsexec.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestForgedResult(t *testing.T) {
 		}
 		res <- string(b)
 	}()
-	reply := queue.ReplySubject(key, next(t, calls))
+	reply := natsexec.ReplySubject(key, next(t, calls))
 	if !strings.HasPrefix(reply, "agenthost.results.") {
 		t.Fatalf("reply subject %q", reply)
 	}
@@ -205,7 +205,7 @@ func TestForgedResult(t *testing.T) {
 		}
 	}
 	waitFor(t, "the drops", func() bool {
-		return d.Rejected(queue.MessageResult, queue.ReasonUnsigned) == 1 && d.Rejected(queue.MessageResult, queue.ReasonBadSignature) == 2
+		return d.Rejected(natsexec.MessageResult, natsexec.ReasonUnsigned) == 1 && d.Rejected(natsexec.MessageResult, natsexec.ReasonBadSignature) == 2
 	})
 	select {
 	case got := <-res:
@@ -227,9 +227,9 @@ func TestForgedResult(t *testing.T) {
 func TestReplayedCall(t *testing.T) {
 	ns := queuetest.Start(t)
 	const window = time.Second
-	o := queue.Options{Key: queuetest.Key(t), Concurrency: 2, DuplicateWindow: window}
+	o := natsexec.Options{Key: queuetest.Key(t), Concurrency: 2, DuplicateWindow: window}
 	ctx := context.Background()
-	d, err := queue.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
+	d, err := natsexec.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestReplayedCall(t *testing.T) {
 	dropped := func(what string) {
 		t.Helper()
 		replays++
-		waitFor(t, what, func() bool { return w.Rejected(queue.MessageCall, queue.ReasonReplayed) == replays })
+		waitFor(t, what, func() bool { return w.Rejected(natsexec.MessageCall, natsexec.ReasonReplayed) == replays })
 	}
 
 	if ack := publish(copyMsg(real)); !ack.Duplicate {
@@ -285,7 +285,7 @@ func TestReplayedCall(t *testing.T) {
 	renamed := copyMsg(real)
 	renamed.Header.Set("Nats-Msg-Id", randomHex())
 	publish(renamed)
-	waitFor(t, "the renamed copy dropped", func() bool { return w.Rejected(queue.MessageCall, queue.ReasonBadSignature) == 1 })
+	waitFor(t, "the renamed copy dropped", func() bool { return w.Rejected(natsexec.MessageCall, natsexec.ReasonBadSignature) == 1 })
 
 	time.Sleep(time.Until(published.Add(window)))
 	taken(real)
@@ -293,7 +293,7 @@ func TestReplayedCall(t *testing.T) {
 
 	time.Sleep(time.Until(deadline) + 100*time.Millisecond)
 	taken(real)
-	waitFor(t, "the expired copy dropped", func() bool { return w.Rejected(queue.MessageCall, queue.ReasonExpired) == 1 })
+	waitFor(t, "the expired copy dropped", func() bool { return w.Rejected(natsexec.MessageCall, natsexec.ReasonExpired) == 1 })
 	if n := tl.ranAs("acme"); n != 1 {
 		t.Fatalf("ran %d times", n)
 	}
@@ -304,9 +304,9 @@ func TestReplayedCall(t *testing.T) {
 // it.
 func TestForgedCancel(t *testing.T) {
 	ns := queuetest.Start(t)
-	o := queue.Options{Key: queuetest.Key(t), Concurrency: 2}
+	o := natsexec.Options{Key: queuetest.Key(t), Concurrency: 2}
 	ctx := context.Background()
-	d, err := queue.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
+	d, err := natsexec.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestForgedCancel(t *testing.T) {
 	intruder.Publish("agenthost.cancel."+id, nil)
 	intruder.Publish("agenthost.cancel."+id, make([]byte, 32))
 	waitFor(t, "the drops", func() bool {
-		return w.Rejected(queue.MessageCancel, queue.ReasonUnsigned) == 1 && w.Rejected(queue.MessageCancel, queue.ReasonBadSignature) == 1
+		return w.Rejected(natsexec.MessageCancel, natsexec.ReasonUnsigned) == 1 && w.Rejected(natsexec.MessageCancel, natsexec.ReasonBadSignature) == 1
 	})
 	select {
 	case code := <-res:
@@ -352,9 +352,9 @@ func TestForgedCancel(t *testing.T) {
 // arguments nor the output: they are encrypted.
 func TestPermissions(t *testing.T) {
 	ns := queuetest.Start(t)
-	o := queue.Options{Key: queuetest.Key(t), Concurrency: 2}
+	o := natsexec.Options{Key: queuetest.Key(t), Concurrency: 2}
 	ctx := context.Background()
-	d, err := queue.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
+	d, err := natsexec.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,18 +394,18 @@ func TestPermissions(t *testing.T) {
 	ojs, _ := jetstream.New(outsider)
 	jctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if _, err := ojs.Stream(jctx, queue.Stream); err == nil {
+	if _, err := ojs.Stream(jctx, natsexec.Stream); err == nil {
 		t.Fatal("outsider reached the stream")
 	}
 
 	serveErrs, workerErrs := make(chan error, 4), make(chan error, 4)
-	snc, err := queue.Connect(ctx, ns.Role("serve"))
+	snc, err := natsexec.Connect(ctx, ns.Role("serve"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer snc.Close()
 	snc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { serveErrs <- err })
-	wnc, err := queue.Connect(ctx, ns.Role("worker"))
+	wnc, err := natsexec.Connect(ctx, ns.Role("worker"))
 	if err != nil {
 		t.Fatal(err)
 	}

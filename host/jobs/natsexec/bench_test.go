@@ -1,4 +1,4 @@
-package queue_test
+package natsexec_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
-	"github.com/agenthost/agenthost/host/queue"
-	"github.com/agenthost/agenthost/host/queue/queuetest"
+	"github.com/agenthost/agenthost/host/jobs/natsexec"
+	"github.com/agenthost/agenthost/host/jobs/natsexec/queuetest"
 )
 
 // BenchmarkQueue is core:echo from 16 concurrent callers, through the
@@ -20,9 +20,9 @@ import (
 func BenchmarkQueue(b *testing.B) {
 	ctx := context.Background()
 	key := queuetest.Key(b)
-	o := queue.Options{Key: key, Concurrency: 8}
-	dispatcher := func(ns *queuetest.Server) *queue.Dispatcher {
-		d, err := queue.NewDispatcher(ctx, ns.Connect(b, "serve"), o)
+	o := natsexec.Options{Key: key, Concurrency: 8}
+	dispatcher := func(ns *queuetest.Server) *natsexec.Dispatcher {
+		d, err := natsexec.NewDispatcher(ctx, ns.Connect(b, "serve"), o)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -29,7 +29,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
-	"github.com/agenthost/agenthost/host/queue"
+	"github.com/agenthost/agenthost/host/jobs/natsexec"
 )
 
 // DialTimeout is how long a test's client waits to connect: the
@@ -136,7 +136,7 @@ func root(t testing.TB) string {
 	if !ok {
 		t.Fatal("queuetest: cannot locate the repository")
 	}
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", "..", ".."))
 }
 
 // writeSeed makes an nkey user, writes its seed to a file and puts its
@@ -194,28 +194,28 @@ func writeCerts(t testing.TB, dir, caPath string) (certPath, keyPath string) {
 }
 
 // Role is how serve ("serve") or a worker ("worker") connects.
-func (ns *Server) Role(role string) queue.ConnOptions {
-	o := queue.ConnOptions{URL: ns.URL, Name: "test " + role, Timeout: DialTimeout}
+func (ns *Server) Role(role string) natsexec.ConnOptions {
+	o := natsexec.ConnOptions{URL: ns.URL, Name: "test " + role, Timeout: DialTimeout}
 	if strings.HasPrefix(ns.URL, "tls:") {
 		o.CAFile = ns.CA
 	}
 	switch role {
 	case "serve":
-		o.NKeyFile, o.InboxPrefix = ns.Serve, queue.DispatcherInbox
+		o.NKeyFile, o.InboxPrefix = ns.Serve, natsexec.DispatcherInbox
 	case "worker":
-		o.NKeyFile, o.InboxPrefix = ns.Worker, queue.WorkerInbox
+		o.NKeyFile, o.InboxPrefix = ns.Worker, natsexec.WorkerInbox
 	default:
 		panic("queuetest: no role " + role)
 	}
 	return o
 }
 
-// Connect connects as serve or a worker through queue.Connect until the
+// Connect connects as serve or a worker through natsexec.Connect until the
 // test ends. The permissions of the example are enough for the role: a
 // permission violation on the connection fails the test.
 func (ns *Server) Connect(t testing.TB, role string) *nats.Conn {
 	t.Helper()
-	nc, err := queue.Connect(context.Background(), ns.Role(role))
+	nc, err := natsexec.Connect(context.Background(), ns.Role(role))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func (ns *Server) User(t testing.TB, name, password string, errs chan<- error) *
 // Key is a fresh shared key.
 func Key(t testing.TB) []byte {
 	t.Helper()
-	k := make([]byte, queue.MinKeyBytes)
+	k := make([]byte, natsexec.MinKeyBytes)
 	rand.Read(k)
 	return k
 }

@@ -1,4 +1,4 @@
-package queue_test
+package natsexec_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/agenthost/agenthost/host/queue"
-	"github.com/agenthost/agenthost/host/queue/queuetest"
+	"github.com/agenthost/agenthost/host/jobs/natsexec"
+	"github.com/agenthost/agenthost/host/jobs/natsexec/queuetest"
 )
 
 // startServer runs an embedded nats-server with opts on a loopback port.
@@ -42,26 +42,26 @@ func TestConnect_refused(t *testing.T) {
 	ns := queuetest.Start(t)
 	for _, tc := range []struct {
 		name string
-		o    queue.ConnOptions
+		o    natsexec.ConnOptions
 		want error
 	}{
-		{"an open server", queue.ConnOptions{URL: open}, queue.ErrOpenServer},
-		{"an open server, credentials given", queue.ConnOptions{URL: open, User: "serve", Password: "pw"}, queue.ErrOpenServer},
-		{"a server with no_auth_user", queue.ConnOptions{URL: noAuthUser, User: "anyone", Password: "pw"}, queue.ErrOpenServer},
-		{"nats:// to a name", queue.ConnOptions{URL: "nats://queue.example.com:4222", InsecureTest: false}, queue.ErrPlainRemote},
-		{"nats:// to a private address", queue.ConnOptions{URL: "nats://10.0.0.7:4222"}, queue.ErrPlainRemote},
-		{"a host without a scheme", queue.ConnOptions{URL: "queue:4222"}, queue.ErrPlainRemote},
-		{"ws:// beyond loopback", queue.ConnOptions{URL: "ws://queue:8080"}, queue.ErrPlainRemote},
-		{"one remote in a list", queue.ConnOptions{URL: "nats://127.0.0.1:4222,nats://queue:4222"}, queue.ErrPlainRemote},
-		{"wrong credentials", queue.ConnOptions{URL: ns.URL, CAFile: ns.CA, User: queuetest.Intruder, Password: "guess"}, queue.ErrRefused},
-		{"no credentials", queue.ConnOptions{URL: ns.URL, CAFile: ns.CA}, queue.ErrRefused},
-		{"two kinds of credentials", queue.ConnOptions{URL: ns.URL, CAFile: ns.CA, NKeyFile: ns.Serve, Token: "t"}, queue.ErrCredentials},
-		{"a user without a password", queue.ConnOptions{URL: ns.URL, CAFile: ns.CA, User: "serve"}, queue.ErrCredentials},
-		{"a certificate without its key", queue.ConnOptions{URL: ns.URL, CAFile: ns.CA, NKeyFile: ns.Serve, CertFile: ns.CA}, queue.ErrCredentials},
+		{"an open server", natsexec.ConnOptions{URL: open}, natsexec.ErrOpenServer},
+		{"an open server, credentials given", natsexec.ConnOptions{URL: open, User: "serve", Password: "pw"}, natsexec.ErrOpenServer},
+		{"a server with no_auth_user", natsexec.ConnOptions{URL: noAuthUser, User: "anyone", Password: "pw"}, natsexec.ErrOpenServer},
+		{"nats:// to a name", natsexec.ConnOptions{URL: "nats://queue.example.com:4222", InsecureTest: false}, natsexec.ErrPlainRemote},
+		{"nats:// to a private address", natsexec.ConnOptions{URL: "nats://10.0.0.7:4222"}, natsexec.ErrPlainRemote},
+		{"a host without a scheme", natsexec.ConnOptions{URL: "queue:4222"}, natsexec.ErrPlainRemote},
+		{"ws:// beyond loopback", natsexec.ConnOptions{URL: "ws://queue:8080"}, natsexec.ErrPlainRemote},
+		{"one remote in a list", natsexec.ConnOptions{URL: "nats://127.0.0.1:4222,nats://queue:4222"}, natsexec.ErrPlainRemote},
+		{"wrong credentials", natsexec.ConnOptions{URL: ns.URL, CAFile: ns.CA, User: queuetest.Intruder, Password: "guess"}, natsexec.ErrRefused},
+		{"no credentials", natsexec.ConnOptions{URL: ns.URL, CAFile: ns.CA}, natsexec.ErrRefused},
+		{"two kinds of credentials", natsexec.ConnOptions{URL: ns.URL, CAFile: ns.CA, NKeyFile: ns.Serve, Token: "t"}, natsexec.ErrCredentials},
+		{"a user without a password", natsexec.ConnOptions{URL: ns.URL, CAFile: ns.CA, User: "serve"}, natsexec.ErrCredentials},
+		{"a certificate without its key", natsexec.ConnOptions{URL: ns.URL, CAFile: ns.CA, NKeyFile: ns.Serve, CertFile: ns.CA}, natsexec.ErrCredentials},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.Timeout = queuetest.DialTimeout
-			nc, err := queue.Connect(ctx, tc.o)
+			nc, err := natsexec.Connect(ctx, tc.o)
 			if err == nil {
 				nc.Close()
 			}
@@ -73,7 +73,7 @@ func TestConnect_refused(t *testing.T) {
 	t.Run("TLS without the CA", func(t *testing.T) {
 		o := ns.Role("serve")
 		o.CAFile = ""
-		if nc, err := queue.Connect(ctx, o); err == nil || !strings.Contains(err.Error(), "certificate") {
+		if nc, err := natsexec.Connect(ctx, o); err == nil || !strings.Contains(err.Error(), "certificate") {
 			if nc != nil {
 				nc.Close()
 			}
@@ -83,13 +83,13 @@ func TestConnect_refused(t *testing.T) {
 	t.Run("plain text to a TLS server", func(t *testing.T) {
 		o := ns.Role("serve")
 		o.URL, o.CAFile = strings.Replace(ns.URL, "tls://", "nats://", 1), ""
-		if nc, err := queue.Connect(ctx, o); err == nil {
+		if nc, err := natsexec.Connect(ctx, o); err == nil {
 			nc.Close()
 			t.Fatal("connected without verifying the server's certificate")
 		}
 	})
 	t.Run("InsecureTest", func(t *testing.T) {
-		nc, err := queue.Connect(ctx, queue.ConnOptions{URL: open, InsecureTest: true, Timeout: queuetest.DialTimeout})
+		nc, err := natsexec.Connect(ctx, natsexec.ConnOptions{URL: open, InsecureTest: true, Timeout: queuetest.DialTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestConnect_allowed(t *testing.T) {
 	ctx := context.Background()
 	ns := queuetest.Start(t)
 	for _, role := range []string{"serve", "worker"} {
-		nc, err := queue.Connect(ctx, ns.Role(role))
+		nc, err := natsexec.Connect(ctx, ns.Role(role))
 		if err != nil {
 			t.Fatalf("%s: %v", role, err)
 		}
@@ -113,19 +113,19 @@ func TestConnect_allowed(t *testing.T) {
 		}
 		nc.Close()
 	}
-	nc, err := queue.Connect(ctx, queue.ConnOptions{URL: ns.URL, CAFile: ns.CA, User: queuetest.Intruder, Password: queuetest.IntruderPassword, Timeout: queuetest.DialTimeout})
+	nc, err := natsexec.Connect(ctx, natsexec.ConnOptions{URL: ns.URL, CAFile: ns.CA, User: queuetest.Intruder, Password: queuetest.IntruderPassword, Timeout: queuetest.DialTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	nc.Close()
 	plain := queuetest.StartWith(t, true)
-	nc, err = queue.Connect(ctx, queue.ConnOptions{URL: plain.URL, User: queuetest.Intruder, Password: queuetest.IntruderPassword, Timeout: queuetest.DialTimeout})
+	nc, err = natsexec.Connect(ctx, natsexec.ConnOptions{URL: plain.URL, User: queuetest.Intruder, Password: queuetest.IntruderPassword, Timeout: queuetest.DialTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	nc.Close()
 	tok := startServer(t, &server.Options{Authorization: "s3cret-token"})
-	nc, err = queue.Connect(ctx, queue.ConnOptions{URL: tok, Token: "s3cret-token", Timeout: queuetest.DialTimeout})
+	nc, err = natsexec.Connect(ctx, natsexec.ConnOptions{URL: tok, Token: "s3cret-token", Timeout: queuetest.DialTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestRedactURL(t *testing.T) {
 		"u:p@host:4222":                              "REDACTED@host:4222",
 		"tls://us%40er:p%40ss@queue:4222,nats://x:1": "tls://REDACTED@queue:4222,nats://x:1",
 	} {
-		if got := queue.RedactURL(in); got != want {
+		if got := natsexec.RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package queue
+package natsexec
 
 import (
 	"encoding/hex"

@@ -1,4 +1,4 @@
-package queue_test
+package natsexec_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
-	"github.com/agenthost/agenthost/host/queue"
-	"github.com/agenthost/agenthost/host/queue/queuetest"
+	"github.com/agenthost/agenthost/host/jobs/natsexec"
+	"github.com/agenthost/agenthost/host/jobs/natsexec/queuetest"
 )
 
 // tools are the Go tools of the workers: one that blocks until released
@@ -70,7 +70,7 @@ func (tl *tools) ranAs(tenant string) int {
 // and beta) until stop is called: then it dies, its connection closed
 // before it is stopped, so that it answers nothing (TestWorkerDrain in
 // cmd/agenthost stops a worker process that drains).
-func startWorker(t *testing.T, ns *queuetest.Server, name string, tl *tools, o queue.Options) (w *queue.Worker, stop func()) {
+func startWorker(t *testing.T, ns *queuetest.Server, name string, tl *tools, o natsexec.Options) (w *natsexec.Worker, stop func()) {
 	t.Helper()
 	if o.DrainTimeout == 0 {
 		// A dead worker's calls are cut at once.
@@ -86,7 +86,7 @@ func startWorker(t *testing.T, ns *queuetest.Server, name string, tl *tools, o q
 		hosts[tenant] = h
 	}
 	nc := ns.Connect(t, "worker")
-	w, err := queue.NewWorker(ctx, nc, name, hosts, o)
+	w, err := natsexec.NewWorker(ctx, nc, name, hosts, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,9 +113,9 @@ func startWorker(t *testing.T, ns *queuetest.Server, name string, tl *tools, o q
 // sent for; a tenant no worker serves answered LOAD_ERROR.
 func TestQueue(t *testing.T) {
 	ns := queuetest.Start(t)
-	o := queue.Options{Key: queuetest.Key(t), AckWait: 1500 * time.Millisecond, Concurrency: 4}
+	o := natsexec.Options{Key: queuetest.Key(t), AckWait: 1500 * time.Millisecond, Concurrency: 4}
 	ctx := context.Background()
-	d, err := queue.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
+	d, err := natsexec.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,9 +173,9 @@ func TestWorkerDies(t *testing.T) {
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
 			ns := queuetest.Start(t)
-			o := queue.Options{Key: queuetest.Key(t), AckWait: time.Second, Concurrency: 2}
+			o := natsexec.Options{Key: queuetest.Key(t), AckWait: time.Second, Concurrency: 2}
 			ctx := context.Background()
-			d, err := queue.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
+			d, err := natsexec.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,9 +231,9 @@ func TestWorkerDies(t *testing.T) {
 // refused at once with ErrSaturated.
 func TestBackPressure(t *testing.T) {
 	ns := queuetest.Start(t)
-	o := queue.Options{Key: queuetest.Key(t), MaxQueued: 3}
+	o := natsexec.Options{Key: queuetest.Key(t), MaxQueued: 3}
 	ctx := context.Background()
-	d, err := queue.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
+	d, err := natsexec.NewDispatcher(ctx, ns.Connect(t, "serve"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestBackPressure(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
-	if _, err := d.Call(ctx, "acme", "core:echo", nil); err != queue.ErrSaturated {
+	if _, err := d.Call(ctx, "acme", "core:echo", nil); err != natsexec.ErrSaturated {
 		t.Fatalf("a full queue: %v", err)
 	}
 	if time.Since(start) > 5*time.Second {
@@ -257,14 +257,14 @@ func TestBackPressure(t *testing.T) {
 }
 
 // startWorkerB runs a worker over the first-party toolpacks (benchmarks).
-func startWorkerB(b testing.TB, ns *queuetest.Server, name string, o queue.Options) {
+func startWorkerB(b testing.TB, ns *queuetest.Server, name string, o natsexec.Options) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := host.New(ctx, host.Options{Dirs: []string{hosttest.Toolpacks(b)}, CacheDir: hosttest.CacheDir(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	nc := ns.Connect(b, "worker")
-	w, err := queue.NewWorker(ctx, nc, name, map[string]*host.Host{"acme": h}, o)
+	w, err := natsexec.NewWorker(ctx, nc, name, map[string]*host.Host{"acme": h}, o)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,5 @@
-// Package queue spreads tool calls over machines: a Dispatcher (in
+// Package natsexec is the job engine's NATS JetStream executor: it
+// spreads tool calls over machines. A Dispatcher (in
 // `agenthost serve --nats`) puts each call on a NATS JetStream work queue,
 // and Workers (`agenthost worker --nats`, any number, anywhere) run them
 // with their own hosts and send the results back. Cancellation flows to
@@ -18,7 +19,7 @@
 // that call. A message that fails a check is dropped and counted
 // (agenthost_queue_rejected_total; Dispatcher and Worker are Prometheus
 // collectors).
-package queue
+package natsexec
 
 import (
 	"context"
