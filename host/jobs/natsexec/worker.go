@@ -172,7 +172,9 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	if delivered > 1 {
 		t, err := hst.Tool(c.tool)
 		if err != nil || !t.Idempotent {
-			reply(abi.Failure(c.tool, abi.Errorf(abi.CodeCancelled, "the worker running this call stopped before it finished; %s is not marked idempotent, so it was not run again", c.tool)))
+			// The worker that had it may have run it, in part or whole:
+			// not CANCELLED, which would say it did not run.
+			reply(abi.Failure(c.tool, abi.Errorf(abi.CodeMayHaveRun, "the worker running this call stopped before it answered, so the call may have run; %s is not marked idempotent, so it was not run again", c.tool)))
 			return
 		}
 	}
