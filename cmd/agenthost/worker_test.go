@@ -27,6 +27,7 @@ import (
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/jobs/natsexec"
 	"github.com/agenthost/agenthost/host/jobs/natsexec/queuetest"
+	"github.com/agenthost/agenthost/host/store"
 )
 
 // TestServeWithWorkers runs serve --nats and two worker processes around
@@ -309,19 +310,7 @@ func TestWorkerDrain(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	pack := filepath.Join(tmp, "pack")
-	os.Mkdir(pack, 0o755)
-	probe := exec.Command("go", "build", "-o", filepath.Join(pack, "probe.wasm"), "../../testdata/guests/goprobe")
-	probe.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if out, err := probe.CombinedOutput(); err != nil {
-		t.Fatalf("build the probe guest: %v\n%s", err, out)
-	}
-	manifest := `{"toolId":"t:probe","displayName":"Probe","description":"Runs probe operations (sleep).","version":"1.0.0",
-	"handler":{"type":"wasm","abi":"wasi-command","module":"probe.wasm"},
-	"securityContext":{"limits":{"timeoutMs":120000}}}`
-	if err := os.WriteFile(filepath.Join(pack, "probe.tool.json"), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pack := probePack(t)
 	d, err := natsexec.NewDispatcher(context.Background(), ns.Connect(t, "serve"), natsexec.Options{Key: key})
 	if err != nil {
 		t.Fatal(err)
@@ -388,6 +377,113 @@ func TestWorkerDrain(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), "draining (up to "+tc.drain) {
 				t.Errorf("the worker did not say it drains:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+// probePack is a toolpack folder holding t:probe, the probe guest (its
+// sleep operation makes a slow call), under a 2-minute timeout.
+func probePack(t *testing.T) string {
+	t.Helper()
+	pack := t.TempDir()
+	probe := exec.Command("go", "build", "-o", filepath.Join(pack, "probe.wasm"), "../../testdata/guests/goprobe")
+	probe.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := probe.CombinedOutput(); err != nil {
+		t.Fatalf("build the probe guest: %v\n%s", err, out)
+	}
+	manifest := `{"toolId":"t:probe","displayName":"Probe","description":"Runs probe operations (sleep).","version":"1.0.0",
+	"handler":{"type":"wasm","abi":"wasi-command","module":"probe.wasm"},
+	"securityContext":{"limits":{"timeoutMs":120000}}}`
+	if err := os.WriteFile(filepath.Join(pack, "probe.tool.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return pack
+}
+
+// TestServeDrain stops serve with SIGTERM while a job sleeps: with a
+// drain timeout longer than the call, the job ends done with the call's
+// result and serve exits 0; with one shorter, the job ends interrupted
+// with MAY_HAVE_RUN (never a CANCELLED that says it did not run) and
+// serve exits 1.
+func TestServeDrain(t *testing.T) {
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "agenthost")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	pack := probePack(t)
+	for _, tc := range []struct {
+		name, drain string
+		sleepMS     int
+		exit        int
+		status      string
+	}{
+		{"the job finishes", "2m0s", 3000, 0, store.JobDone},
+		{"the drain timeout passes", "1s", 60000, 1, store.JobInterrupted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := t.TempDir()
+			cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data, "--dir", pack, "--drain-timeout", tc.drain, "--log-level", "error")
+			cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill() })
+			sc := bufio.NewScanner(stderr)
+			base, token := serveBanner(t, sc)
+			var rest syncBuffer
+			copied := make(chan struct{})
+			go func() {
+				for sc.Scan() {
+					rest.Write([]byte(sc.Text() + "\n"))
+				}
+				close(copied)
+			}()
+			req, _ := http.NewRequest("POST", base+"/v1/tools/t:probe/call?async=true", strings.NewReader(fmt.Sprintf(`{"ops":[{"op":"sleep","ms":%d}]}`, tc.sleepMS)))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var j store.Job
+			json.NewDecoder(resp.Body).Decode(&j)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted || j.ID == "" {
+				t.Fatalf("start: %d %+v", resp.StatusCode, j)
+			}
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.Wait()
+			<-copied
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.exit || !strings.Contains(rest.String(), "draining (up to "+tc.drain) {
+				t.Fatalf("serve exited %d, want %d:\n%s", code, tc.exit, rest.String())
+			}
+			st, err := store.Open(context.Background(), filepath.Join(data, "agenthost.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			got, err := st.Job(context.Background(), "default", j.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case got.Status != tc.status:
+				t.Fatalf("job %+v (error %+v), want %s", got, got.Error, tc.status)
+			case tc.status == store.JobDone && (got.Result == nil || got.Result.Error != nil || !strings.Contains(string(got.Result.Output), `"results":[{"ok":true}]`)):
+				t.Fatalf("the drained job's result %+v, want the call's", got.Result)
+			case tc.status == store.JobInterrupted && (got.Error == nil || got.Error.Code != store.CodeMayHaveRun):
+				t.Fatalf("the cut job's error %+v, want MAY_HAVE_RUN", got.Error)
 			}
 		})
 	}
