@@ -261,6 +261,14 @@ func (r *Runner) prepare(ctx context.Context, tool *manifest.Tool, grant *policy
 	// instrumented and rewritten once (reactorcache.go).
 	reactor := func(rm *reactorModule) (*prepared, error) {
 		p, err := r.prepareReactor(ctx, tool, grant, mounts, rm, o)
+		if err != nil && !o.compiled && r.tier.on {
+			// A large module's start-up can outrun the call's time limit on
+			// the interpreter while it fits on compiled code: the
+			// interpreter tier is an optimisation, never a reason to fail.
+			co := o
+			co.compiled = true
+			p, err = r.prepareReactor(ctx, tool, grant, mounts, rm, co)
+		}
 		if err != nil {
 			return nil, fail(abi.CodeLoadError, "pre-initialise %s: %v", h.Module, err)
 		}
