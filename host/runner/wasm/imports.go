@@ -90,12 +90,22 @@ type wasmImport struct {
 // importNames returns a core module's imports, reading the section
 // headers and the import section only.
 func importNames(code []byte) ([]wasmImport, error) {
+	sec, err := section(code, 2) // the import section
+	if err != nil || sec == nil {
+		return nil, err
+	}
+	return readImports(sec)
+}
+
+// section returns the payload of a module's first section with this id
+// (nil when it has none), reading only the section headers before it.
+func section(code []byte, id byte) (*bytes.Reader, error) {
 	if len(code) < 8 || string(code[:8]) != "\x00asm\x01\x00\x00\x00" {
 		return nil, errors.New("not a wasm binary module")
 	}
 	r := bytes.NewReader(code[8:])
 	for r.Len() > 0 {
-		id, err := r.ReadByte()
+		got, err := r.ReadByte()
 		if err != nil {
 			return nil, err
 		}
@@ -103,14 +113,13 @@ func importNames(code []byte) ([]wasmImport, error) {
 		if err != nil || uint64(size) > uint64(r.Len()) {
 			return nil, errors.New("truncated section")
 		}
-		if id != 2 { // the import section
-			if _, err := r.Seek(int64(size), io.SeekCurrent); err != nil {
-				return nil, err
-			}
-			continue
+		if got == id {
+			off := len(code) - r.Len()
+			return bytes.NewReader(code[off : off+int(size)]), nil
 		}
-		off := len(code) - r.Len()
-		return readImports(bytes.NewReader(code[off : off+int(size)]))
+		if _, err := r.Seek(int64(size), io.SeekCurrent); err != nil {
+			return nil, err
+		}
 	}
 	return nil, nil
 }

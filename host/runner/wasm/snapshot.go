@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -500,47 +499,32 @@ func (p *prepared) Close() error {
 // exportNames returns the names of a module's exports, reading the
 // section headers and the export section only.
 func exportNames(code []byte) (map[string]bool, error) {
-	if len(code) < 8 || string(code[:8]) != "\x00asm\x01\x00\x00\x00" {
-		return nil, errors.New("not a wasm binary module")
+	sec, err := section(code, 7) // the export section
+	if err != nil {
+		return nil, err
 	}
-	r := bytes.NewReader(code[8:])
-	for r.Len() > 0 {
-		id, err := r.ReadByte()
-		if err != nil {
+	if sec == nil {
+		return map[string]bool{}, nil
+	}
+	n, _, err := leb128.DecodeUint32(sec)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]bool, n)
+	for range n {
+		l, _, err := leb128.DecodeUint32(sec)
+		if err != nil || uint64(l) > uint64(sec.Len()) {
+			return nil, errors.New("truncated export name")
+		}
+		name := make([]byte, l)
+		_, _ = sec.Read(name)
+		if _, err := sec.ReadByte(); err != nil { // kind
 			return nil, err
 		}
-		size, _, err := leb128.DecodeUint32(r)
-		if err != nil || uint64(size) > uint64(r.Len()) {
-			return nil, errors.New("truncated section")
-		}
-		if id != 7 { // the export section
-			if _, err := r.Seek(int64(size), io.SeekCurrent); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		sec := bytes.NewReader(code[len(code)-r.Len() : len(code)-r.Len()+int(size)])
-		n, _, err := leb128.DecodeUint32(sec)
-		if err != nil {
+		if _, _, err := leb128.DecodeUint32(sec); err != nil {
 			return nil, err
 		}
-		names := make(map[string]bool, n)
-		for range n {
-			l, _, err := leb128.DecodeUint32(sec)
-			if err != nil || uint64(l) > uint64(sec.Len()) {
-				return nil, errors.New("truncated export name")
-			}
-			name := make([]byte, l)
-			_, _ = sec.Read(name)
-			if _, err := sec.ReadByte(); err != nil { // kind
-				return nil, err
-			}
-			if _, _, err := leb128.DecodeUint32(sec); err != nil {
-				return nil, err
-			}
-			names[string(name)] = true
-		}
-		return names, nil
+		names[string(name)] = true
 	}
-	return map[string]bool{}, nil
+	return names, nil
 }
