@@ -76,6 +76,11 @@ type Request struct {
 	// added to the grant's. Runners whose environment is fixed at prepare
 	// time do not take tools that need it (the manifest says so at load).
 	Env map[string]string
+	// Replay, when set, is a call's Result.Recorded to run the call
+	// again with: the same random bytes and clock readings, from the
+	// same start-up. The runner then uses no pooled instance, and its
+	// sleeps return at once (the readings are the recorded ones).
+	Replay *Recorded
 }
 
 // Result is the outcome of one call.
@@ -91,4 +96,8 @@ type Result struct {
 	Err *abi.Error
 	// Usage is what the call consumed.
 	Usage abi.Usage
+	// Recorded is what the guest saw besides its arguments (random
+	// bytes, clock readings), for an exact replay; nil from a runner
+	// that does not record.
+	Recorded *Recorded
 }
