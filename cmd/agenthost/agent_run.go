@@ -21,7 +21,7 @@ type agentFlags struct {
 
 func runCommand() command {
 	return command{
-		name: "run", usage: "run [--profile FILE] [--provider openai|anthropic|gemini|replay] [--model M] [--mode native|action|router] [--json] [TASK|-]",
+		name: "run", usage: "run [--profile FILE] [--provider openai|anthropic|gemini|replay] [--model M] [--mode native|action|router|code] [--json] [TASK|-]",
 		summary: "run the agent loop on a task: progress on stderr, the answer on stdout",
 		flags: func(fs *flag.FlagSet, e *env) {
 			a := &e.agent
@@ -31,7 +31,7 @@ func runCommand() command {
 			fs.StringVar(&a.apiKeyEnv, "api-key-env", "", "the environment `VARIABLE` holding the API key (default OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY; - for a server that needs none)")
 			fs.BoolVar(&a.stream, "stream", false, "ask for a streamed answer (server-sent events): the text shows as it comes")
 			fs.StringVar(&a.replay, "replay", "", "replay: the transcript `FILE` (JSONL, one model turn per line)")
-			fs.StringVar(&a.mode, "mode", "native", "`MODE`: native (provider tool calling), action (the ACTION protocol in text) or router (one tools tool with describe and call)")
+			fs.StringVar(&a.mode, "mode", "native", "`MODE`: native (provider tool calling), action (the ACTION protocol in text), router (one tools tool with describe and call) or code (one run_code tool: the model writes a program that calls the tools)")
 			fs.StringVar(&a.system, "system", "", "a system prompt")
 			fs.IntVar(&a.maxIterations, "max-iterations", agent.DefaultMaxIterations, "the cap on model turns (then status partial)")
 			fs.BoolVar(&e.asJSON, "json", false, `print {"status","answer","iterations","steps"} on stdout`)
@@ -100,6 +100,8 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 				fmt.Fprintf(progress, "agenthost: model turn (%s)\n", ev.Duration.Round(1e5))
 			case "tool":
 				fmt.Fprintf(progress, "agenthost:   tool %s: %s (%s)\n", ev.Tool, ev.Status, ev.Duration.Round(1e5))
+			case "code_step":
+				fmt.Fprintf(progress, "agenthost:     program call %s: %s (%s)\n", ev.Tool, ev.Status, ev.Duration.Round(1e5))
 			}
 		},
 	})

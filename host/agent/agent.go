@@ -1,9 +1,11 @@
 // Package agent runs the deliberation loop around a host: it asks a model
 // (host/llm) what to do, runs the tool calls it asks for, feeds the results
 // back, and stops at the model's final text answer or at the iteration
-// cap. Two modes: native (the provider's tool calling, wire names, parallel
-// calls in one turn) and action (the ACTION protocol in plain text, for
-// models without tool calling).
+// cap. Modes: native (the provider's tool calling, wire names, parallel
+// calls in one turn), action (the ACTION protocol in plain text, for
+// models without tool calling), router (one tools tool with describe) and
+// code (one run_code tool: the model writes a program that calls the
+// tools as functions; see code.go).
 //
 // An execution context follows the run: the steps, the last observations,
 // the failed attempts (tool, argument hash, code), and per tool what
@@ -40,6 +42,9 @@ const (
 	ModeNative = "native"
 	ModeAction = "action"
 	ModeRouter = "router"
+	// ModeCode offers the model one tool, run_code, and the tools as a
+	// typed API: it writes a program instead of making many calls.
+	ModeCode = "code"
 )
 
 // RouterTool is the one tool the model sees in router mode.
@@ -52,7 +57,7 @@ const DefaultMaxIterations = 20
 type Options struct {
 	Provider llm.Provider
 	Model    string
-	// Mode is ModeNative (default) or ModeAction.
+	// Mode is ModeNative (default), ModeAction, ModeRouter or ModeCode.
 	Mode string
 	// SystemPrompt comes first in the system message.
 	SystemPrompt string
@@ -79,7 +84,10 @@ type Event struct {
 	// Kind is "delta" (a piece of the model's text as it streams),
 	// "model" (a model turn; Text is its whole text, Calls its tool calls
 	// under the host's IDs), "tool_start" (a call begins: Tool, CallID,
-	// Args) or "tool" (it ended: Status, Duration and Step, its record).
+	// Args), "tool" (it ended: Status, Duration and Step, its record) or
+	// "code_step" (a call a code-mode program made has ended: Tool is its
+	// tool ID, Step.ParentCallID the run_code call; the model never sees
+	// it as a call of its own).
 	// CallIDs are the host's, unique per run; Tool is the name the model
 	// used.
 	Kind     string           `json:"kind"`
@@ -106,6 +114,9 @@ type ToolAgentOutput struct {
 	// UIHints are the manifest's display hints for a successful result,
 	// keeping only the JSON pointers that resolve in it.
 	UIHints map[string]string `json:"ui_hints,omitempty"`
+	// ParentCallID, on a call a code-mode program made, is the run_code
+	// call that ran the program.
+	ParentCallID string `json:"parent_call_id,omitempty"`
 }
 
 // Record is what a front-end stores with a message of a run (its
@@ -141,8 +152,8 @@ func Run(ctx context.Context, h *host.Host, task string, o Options) (Result, err
 	if o.Mode == "" {
 		o.Mode = ModeNative
 	}
-	if o.Mode != ModeNative && o.Mode != ModeAction && o.Mode != ModeRouter {
-		return Result{}, fmt.Errorf("agent: mode %q: want native, action or router", o.Mode)
+	if o.Mode != ModeNative && o.Mode != ModeAction && o.Mode != ModeRouter && o.Mode != ModeCode {
+		return Result{}, fmt.Errorf("agent: mode %q: want native, action, router or code", o.Mode)
 	}
 	if o.MaxIterations <= 0 {
 		o.MaxIterations = DefaultMaxIterations
@@ -221,6 +232,8 @@ type run struct {
 	calls  int
 	// modelIDs are the call IDs the model has been answered under.
 	modelIDs map[string]bool
+	// api is code mode's typed API, in the system prompt.
+	api string
 }
 
 // DefaultHistoryTokens is the history budget when Options.HistoryTokens
@@ -285,6 +298,9 @@ func (r *run) tools() error {
 		// The catalogue goes in the system prompt: a request for a model
 		// without tool calling carries no tools field.
 		return nil
+	case ModeCode:
+		r.defs = []llm.ToolDef{codeDef()}
+		return r.codeAPI()
 	}
 	for _, id := range ids {
 		t := r.byID[id]
@@ -324,6 +340,12 @@ func (r *run) system() string {
 		}
 		b.WriteString(prompt.Render(ts, prompt.Options{Compact: true}))
 	}
+	if r.o.Mode == ModeCode {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(r.api)
+	}
 	if s := r.ec.summary(); s != "" {
 		b.WriteString("\n\n" + s)
 	}
@@ -346,6 +368,7 @@ func (r *run) nativeTurn(ctx context.Context, resp llm.Response, hostIDs []strin
 	// when they are independent); results go back in the turn's order.
 	outs := make([]ToolAgentOutput, len(resp.ToolCalls))
 	texts := make([]string, len(resp.ToolCalls))
+	inner := make([][]ToolAgentOutput, len(resp.ToolCalls)) // code mode's program calls
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, maxParallelCalls)
 	for i, tc := range resp.ToolCalls {
@@ -356,15 +379,19 @@ func (r *run) nativeTurn(ctx context.Context, resp llm.Response, hostIDs []strin
 			defer func() { <-sem }()
 			hc := tc
 			hc.ID = hostIDs[i]
-			if r.o.Mode == ModeRouter {
+			switch r.o.Mode {
+			case ModeRouter:
 				outs[i], texts[i] = r.route(ctx, hc)
-			} else {
+			case ModeCode:
+				outs[i], texts[i], inner[i] = r.runCode(ctx, hc)
+			default:
 				outs[i], texts[i] = r.callTool(ctx, hc.ID, tc.Name, tc.Arguments)
 			}
 		}()
 	}
 	wg.Wait()
 	for i, tc := range resp.ToolCalls {
+		r.res.Steps = append(r.res.Steps, inner[i]...)
 		r.res.Steps = append(r.res.Steps, outs[i])
 		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: texts[i]})
 	}

@@ -91,9 +91,9 @@ func Parse(data []byte) (*Profile, error) {
 		return nil, fmt.Errorf("id %q: want lower-case letters, digits, '.', '_' and '-', starting with a letter", p.ID)
 	}
 	switch p.Mode {
-	case "", "native", "action", "router":
+	case "", "native", "action", "router", "code":
 	default:
-		return nil, fmt.Errorf("mode %q: want native, action or router", p.Mode)
+		return nil, fmt.Errorf("mode %q: want native, action, router or code", p.Mode)
 	}
 	if p.MaxIterations < 0 || p.MaxIterations > MaxIterations {
 		return nil, fmt.Errorf("maxIterations %d: want 1 to %d (0 for the default)", p.MaxIterations, MaxIterations)
