@@ -82,8 +82,14 @@ func (h *Host) callArgs(ctx context.Context, id string, args map[string]any) abi
 }
 
 // call is the shared pipeline: grant, coerce, validate, run, check output.
-func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelope {
+func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) (result abi.Envelope) {
+	// The call's receipt (receipts.go); rc is nil without Options.Receipts.
+	rc := h.receiptStart(args)
+	if rc != nil {
+		defer func() { h.receiptEnd(ctx, t, rc, result) }()
+	}
 	input, aerr := arguments(t, args)
+	rc.setInput(input)
 	if aerr != nil {
 		return abi.Failure(t.ToolID, aerr)
 	}
@@ -98,6 +104,7 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) abi.Envelop
 	}
 	p.acquire()
 	defer p.finish()
+	rc.setGrant(p.grant)
 	if p.grant.Denied {
 		return abi.Failure(t.ToolID, abi.Errorf(abi.CodePermissionDenied, "the operator's policy denies tool %s", t.ToolID))
 	}

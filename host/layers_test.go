@@ -28,6 +28,7 @@ var belowJobs = []string{
 	"github.com/agenthost/agenthost/host/workflow",
 	"github.com/agenthost/agenthost/host/budget",
 	"github.com/agenthost/agenthost/host/store",
+	"github.com/agenthost/agenthost/host/receipt",
 }
 
 // TestLayers fails when a package under host/ imports the facade without

@@ -8,6 +8,7 @@ import (
 	"github.com/agenthost/agenthost/host/action"
 	"github.com/agenthost/agenthost/host/observation"
 	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/receipt"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -58,6 +59,11 @@ type Options struct {
 	// background; Close waits for it). 0 means DefaultCacheMaxBytes; a
 	// negative value means no cap.
 	CacheMaxBytes int64
+	// Receipts, when set, takes a signed-chain receipt of every call
+	// (receipt.Recorder writes them to the history store; see
+	// docs/RECEIPTS.md). Its owner closes it after the host, so that
+	// nothing queued is lost. Nil builds no receipt and costs nothing.
+	Receipts receipt.Sink
 }
 
 // OnFailure is what Exec does after a call of an ACTION block fails.

@@ -133,6 +133,29 @@ var migrations = []string{
 	CREATE UNIQUE INDEX jobs_tenant_key ON jobs(tenant, idem_key);
 	CREATE INDEX jobs_instance ON jobs(instance, status);
 	CREATE INDEX jobs_updated ON jobs(status, updated);`,
+	// Receipts: one hash chain per tenant, numbered from 1 (receipts.go),
+	// with the call's arguments and recorded inputs for replay, and the
+	// signatures of chain heads.
+	`CREATE TABLE receipts (
+		tenant TEXT NOT NULL,
+		seq BIGINT NOT NULL,
+		hash TEXT NOT NULL,
+		prev TEXT NOT NULL,
+		call_id TEXT NOT NULL,
+		record TEXT NOT NULL,
+		args TEXT,
+		inputs TEXT,
+		CONSTRAINT receipts_tenant_seq PRIMARY KEY (tenant, seq)
+	);
+	CREATE INDEX receipts_call ON receipts(tenant, call_id);
+	CREATE TABLE receipt_signatures (
+		tenant TEXT NOT NULL,
+		seq BIGINT NOT NULL,
+		hash TEXT NOT NULL,
+		at BIGINT NOT NULL,
+		signature TEXT NOT NULL,
+		CONSTRAINT receipt_signatures_tenant_seq PRIMARY KEY (tenant, seq)
+	);`,
 }
 
 // Open opens the store: a PostgreSQL database for a postgres:// or

@@ -1,0 +1,152 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"runtime"
+	"sync"
+	"time"
+	"weak"
+
+	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/receipt"
+	"github.com/agenthost/agenthost/host/schema"
+)
+
+// receiptCall gathers what a call's receipt needs while the call runs
+// (call.go fills it at each step). It is nil when the host records no
+// receipts, and every method is then a no-op: the path without receipts
+// costs one nil check.
+type receiptCall struct {
+	start    time.Time
+	args     any    // the arguments as given (for a call refused before coercion)
+	input    []byte // the canonical arguments the tool received
+	grant    *policy.Grant
+	inputs   json.RawMessage
+	approval *receipt.Approval
+}
+
+// receiptStart begins the receipt of a call when the host records them.
+func (h *Host) receiptStart(args any) *receiptCall {
+	if h.opts.Receipts == nil {
+		return nil
+	}
+	return &receiptCall{start: time.Now(), args: args}
+}
+
+// setInput records the canonical arguments.
+func (rc *receiptCall) setInput(input []byte) {
+	if rc != nil {
+		rc.input = input
+	}
+}
+
+// setGrant records the effective grant the call runs under.
+func (rc *receiptCall) setGrant(g *policy.Grant) {
+	if rc != nil {
+		rc.grant = g
+	}
+}
+
+// setInputs records the non-deterministic inputs the runner recorded for
+// replay (the clock, random bytes and environment the guest saw).
+func (rc *receiptCall) setInputs(inputs json.RawMessage) {
+	if rc != nil && len(inputs) > 0 {
+		rc.inputs = inputs
+	}
+}
+
+// setApproval records the decision that let the call run (or refused it).
+func (rc *receiptCall) setApproval(a *receipt.Approval) {
+	if rc != nil {
+		rc.approval = a
+	}
+}
+
+// receiptEnd builds the call's receipt from env and hands it to the
+// sink, which links it into the tenant's chain. A sink that fails is
+// logged; the call's answer does not change.
+func (h *Host) receiptEnd(ctx context.Context, t *manifest.Tool, rc *receiptCall, env abi.Envelope) {
+	end := time.Now()
+	input := rc.input
+	if input == nil {
+		// Refused before coercion: the arguments as given.
+		if rc.args == nil {
+			input = []byte("{}")
+		} else if b, err := schema.Canonical(rc.args); err == nil {
+			input = b
+		} else {
+			input = []byte("null")
+		}
+	}
+	tenant := h.opts.Tenant
+	if tenant == "" {
+		tenant = "default"
+	}
+	r := &receipt.Receipt{
+		V:            receipt.Version,
+		Tenant:       tenant,
+		CallID:       callID(),
+		Tool:         t.ToolID,
+		ToolVersion:  t.Version,
+		Runner:       runnerKey(t),
+		Module:       t.Digest(),
+		Grant:        grantDigest(rc.grant),
+		ArgsDigest:   receipt.Digest(input),
+		OutputDigest: receipt.Digest(env.Output),
+		Fuel:         env.Usage.Fuel,
+		Start:        rc.start.UTC().UnixNano(),
+		End:          end.UTC().UnixNano(),
+		Status:       string(env.Status),
+		Approval:     rc.approval,
+		Args:         input,
+	}
+	if env.Error != nil {
+		r.Code = string(env.Error.Code)
+	}
+	if rc.inputs != nil {
+		r.Inputs = rc.inputs
+		r.InputsDigest = receipt.Digest(rc.inputs)
+	}
+	if err := h.opts.Receipts.Record(ctx, r); err != nil {
+		h.log.Error("the call's receipt was not recorded", "tool", t.ToolID, "call_id", r.CallID, "error", err)
+	}
+}
+
+// callID returns 16 random hex digits.
+func callID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// grantDigests caches each live grant's digest: a grant is built once per
+// prepared tool and shared by its calls. An entry leaves with its grant.
+var grantDigests sync.Map // weak.Pointer[policy.Grant] -> string
+
+// grantDigest returns the hex sha256 of the grant's canonical encoding:
+// its JSON form (fields in declaration order, map keys sorted; the
+// granted variables by name only, never their values). "" when the call
+// never got a grant (refused before it was prepared).
+func grantDigest(g *policy.Grant) string {
+	if g == nil {
+		return ""
+	}
+	key := weak.Make(g)
+	if d, ok := grantDigests.Load(key); ok {
+		return d.(string)
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		return ""
+	}
+	d := receipt.Digest(b)
+	if _, loaded := grantDigests.LoadOrStore(key, d); !loaded {
+		runtime.AddCleanup(g, func(k weak.Pointer[policy.Grant]) { grantDigests.Delete(k) }, key)
+	}
+	return d
+}
