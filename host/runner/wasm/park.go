@@ -17,6 +17,7 @@ import (
 	"github.com/agenthost/agenthost/host/internal/wasiguard"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/runner"
 )
 
 // Parked commands (docs/POOLS.md, "Commands"). A plain wasi-command tool
@@ -119,6 +120,10 @@ type parked struct {
 	globals []api.MutableGlobal
 	fds     *fdCount
 	io      *slotIO
+	// startup is what the start-up saw up to the park point
+	// (record.go), startupLost why that cannot replay it.
+	startup     *runner.Inputs
+	startupLost string
 }
 
 // parkCall is one call handed to a parked instance.
@@ -284,6 +289,7 @@ func (p *prepared) newParkedSlot() (_ *slot, err error) {
 		io:      s.io,
 	}
 	s.park, s.mem = pk, nil
+	s.io.rec = newRecorder() // the start-up's, until the first call
 	// The start-up runs under the tool's deadline, without a fuel limit
 	// (a call's fuel counts from its park point).
 	bootCtx := meter.WithBudget(ctx, &meter.Budget{})
@@ -460,6 +466,9 @@ func (pk *parked) park(ctx context.Context, mod api.Module) error {
 		pk.globals[pk.counter].Set(0)
 	}
 	pk.snap = experimental.GetSnapshotter(ctx).Snapshot()
+	if r := pk.io.rec; r != nil {
+		pk.startup, pk.startupLost = r.inputs(), r.lost("start-up")
+	}
 	return nil
 }
 

@@ -178,6 +178,9 @@ type call struct {
 	budget *meter.Budget // the meter's deadline and fuel state
 	mounts *mountSet
 	stop   context.CancelCauseFunc
+	// rec records (or replays) the guest's clocks and random bytes
+	// (record.go); nil for a deterministic tool.
+	rec *recorder
 }
 
 // newCall sets up the buffers, mounts and memory cap of one call. stop is
@@ -209,7 +212,11 @@ func (p *prepared) moduleConfig(ctx context.Context, c *call, input []byte) waze
 		// replays exactly, fuel included.
 		return meter.DeterministicConfig(cfg, 0)
 	}
-	return cfg.WithNanosleep(sleeper(ctx))
+	cfg = cfg.WithNanosleep(sleeper(ctx))
+	if c.rec != nil {
+		cfg = c.rec.config(cfg)
+	}
+	return cfg
 }
 
 // close releases the call's mounts (removing its /tmp). The mount set
@@ -233,6 +240,9 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	if p.r.isClosed() {
 		return runner.Result{}, fmt.Errorf("wasm run %s: runner closed", p.toolID)
 	}
+	if req.Replay != nil {
+		return p.replayRun(ctx, req)
+	}
 	if sp := p.slots(); sp != nil {
 		// The fast path on a pooled instance (reuse.go, park.go);
 		// without a ready one, the call gets a fresh instance below
@@ -248,6 +258,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 		return runner.Result{}, fmt.Errorf("wasm run %s: %w", p.toolID, err)
 	}
 	defer p.release(c)
+	c.rec = p.callRecorder()
 	ctx = experimental.WithMemoryAllocator(ctx, p.allocator(c))
 	ctx = c.withBudget(ctx, p.limits.Fuel)
 
@@ -268,6 +279,7 @@ func (p *prepared) Run(ctx context.Context, req runner.Request) (runner.Result, 
 	if err != nil {
 		return runner.Result{}, fmt.Errorf("wasm run %s: %w", p.toolID, err)
 	}
+	res.Recorded = p.recordedFresh(c.rec)
 	if req.Logger != nil && res.Err != nil {
 		req.Logger.Debug("wasm call failed", "code", res.Err.Code, "denied", c.mounts.denials.Count())
 	}

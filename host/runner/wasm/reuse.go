@@ -81,6 +81,9 @@ type slotIO struct {
 	// stray counts the bytes written while no call was attached (by a
 	// command's start-up).
 	stray atomic.Int64
+	// rec records the clocks and random bytes of the call (or start-up)
+	// the instance runs (record.go).
+	rec *recorder
 }
 
 // Read implements io.Reader (the guest's stdin).
@@ -233,7 +236,7 @@ func (p *prepared) slotBase() (*slot, wazero.ModuleConfig, error) {
 		WithStderr(slotWriter{io: s.io, stderr: true}).
 		WithFSConfig(fsc).
 		WithNanosleep(s.io.nanosleep)
-	return s, cfg, nil
+	return s, s.io.config(cfg), nil
 }
 
 // newSlot instantiates one instance from the snapshot, its memory a
@@ -490,6 +493,8 @@ func (p *prepared) runReused(ctx context.Context, sp *slotPool, req runner.Reque
 	ctx = meter.WithBudget(ctx, c.budget)
 	sleep := sleeper(ctx)
 	s.io.in, s.io.out, s.io.errOut = bytes.NewReader(req.Input), c.stdout, c.logs
+	rec := p.callRecorder()
+	s.io.rec = rec
 	s.io.sleep = func(ns int64) {
 		// A sleeping guest leaves its turn to the others.
 		turn.leave()
@@ -509,7 +514,7 @@ func (p *prepared) runReused(ctx context.Context, sp *slotPool, req runner.Reque
 	}
 	stopped := context.Cause(ctx)
 	turn.leave()
-	s.io.in, s.io.out, s.io.errOut, s.io.sleep = nil, nil, nil, nil
+	s.io.in, s.io.out, s.io.errOut, s.io.sleep, s.io.rec = nil, nil, nil, nil, nil
 	reuse, why := false, "the call did not return"
 	if ran && stopped == nil && returned {
 		reuse, why = p.clean(s)
@@ -523,6 +528,7 @@ func (p *prepared) runReused(ctx context.Context, sp *slotPool, req runner.Reque
 		p.logger.Warn("cleanup after call", "error", err)
 	}
 	res, err = p.result(c, runErr, stopped)
+	res.Recorded = p.recordedSlot(s, rec)
 	s.mounts.denials.Reset(nil)
 	if ran && !reuse {
 		p.logger.Debug("pooled instance discarded", "reason", why)

@@ -23,6 +23,7 @@ import (
 	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/runner"
 )
 
 // The fast path (docs/POOLS.md). A reactor tool (exports _initialize,
@@ -74,6 +75,11 @@ type fastPath struct {
 	// fds is the number of descriptors every instance starts with (stdio
 	// and the preopened mounts), for the fd check.
 	fds uint32
+	// rm is the module the snapshot is of; startup what its start-up
+	// saw (record.go), startupLost why that cannot replay it.
+	rm          *reactorModule
+	startup     *runner.Inputs
+	startupLost string
 }
 
 // reactorModule is a decoded reactor module and its rewrite for the fast
@@ -306,13 +312,16 @@ func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant 
 	case o.snap != nil:
 		// The interpreter tier's snapshot: the same module's state, so
 		// the compiled tier need not run the start-up again.
-		fp = &fastPath{globals: o.snap.globals, values: o.snap.values, memory: o.snap.memory}
+		fp = &fastPath{globals: o.snap.globals, values: o.snap.values, memory: o.snap.memory, startup: o.snap.startup, startupLost: o.snap.startupLost}
 	case stored != nil:
 		fp = <-stored
+		if fp != nil && fp.startup == nil && !p.limits.Deterministic {
+			fp = nil // a call from it could not be replayed
+		}
 	}
 	if fp == nil {
 		var touched bool
-		if fp, touched, err = p.snapshot(ctx, rm); err != nil {
+		if fp, touched, err = p.snapshot(ctx, rm, p.callRecorder()); err != nil {
 			return nil, err
 		}
 		if key != "" && !touched {
@@ -320,6 +329,7 @@ func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant 
 		}
 	}
 	fp.fds = uint32(3 + 1 + len(p.mounts)) // stdio, "/", the mounts
+	fp.rm = rm
 	p.fast = fp
 	if interp {
 		// The interpreter tier runs plain fresh instances: no pool.
@@ -340,8 +350,10 @@ func (r *Runner) prepareReactor(ctx context.Context, tool *manifest.Tool, grant 
 // (same arguments, environment, mounts, limits) and captures its memory
 // and mutable globals. The meter's fuel counter is captured as 0, so
 // every call starts with an empty counter as on the slow path. touched
-// reports whether the start-up used the file system at all.
-func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (fp *fastPath, touched bool, err error) {
+// reports whether the start-up used the file system at all. rec records
+// (or replays) the start-up's clocks and random bytes; nil for a
+// deterministic tool.
+func (p *prepared) snapshot(ctx context.Context, rm *reactorModule, rec *recorder) (fp *fastPath, touched bool, err error) {
 	p.r.startups.Add(1)
 	ctx, stop, release := callContext(ctx, p.limits.Timeout)
 	defer release()
@@ -350,6 +362,7 @@ func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (fp *fastPat
 		return nil, false, err
 	}
 	defer p.release(c)
+	c.rec = rec
 	defer func() {
 		if err := c.close(); err != nil {
 			p.logger.Warn("cleanup after start-up", "error", err)
@@ -395,7 +408,10 @@ func (p *prepared) snapshot(ctx context.Context, rm *reactorModule) (fp *fastPat
 	if !ok {
 		return nil, false, errors.New("read the start-up memory")
 	}
-	fp = &fastPath{globals: rm.globals, values: make([]uint64, len(rm.globals)), memory: append([]byte(nil), mem...)}
+	fp = &fastPath{globals: rm.globals, values: make([]uint64, len(rm.globals)), memory: append([]byte(nil), mem...), rm: rm}
+	if rec != nil {
+		fp.startup, fp.startupLost = rec.inputs(), rec.lost("start-up")
+	}
 	for i, name := range rm.globals {
 		g := mod.ExportedGlobal(name)
 		if g == nil {

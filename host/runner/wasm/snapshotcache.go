@@ -19,6 +19,7 @@ import (
 	"github.com/agenthost/agenthost/host/internal/filecache"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/runner"
 )
 
 // Snapshots on disk (docs/POOLS.md, "Snapshots on disk"). A reactor's
@@ -47,7 +48,7 @@ import (
 
 // snapshotVersion changes whenever the start-up environment a guest sees
 // (besides what the key records) would.
-const snapshotVersion = "1"
+const snapshotVersion = "2"
 
 // maxStoredSnapshot is the largest memory stored: a few start-ups that
 // leave more would fill the cache folder (and its size cap), and reading
@@ -151,6 +152,10 @@ type snapshotHeader struct {
 	Size    int      `json:"size"` // bytes of memory
 	Globals []string `json:"globals"`
 	Values  []uint64 `json:"values"`
+	// Startup is what the start-up saw (record.go): calls from the
+	// snapshot replay from it.
+	Startup     *runner.Inputs `json:"startup,omitempty"`
+	StartupLost string         `json:"startupLost,omitempty"`
 }
 
 // save stores fp under key (framed.go): the header, then the whole
@@ -162,7 +167,7 @@ func (c *snapshotCache) save(key string, fp *fastPath) {
 	if len(fp.memory) > maxStoredSnapshot {
 		return
 	}
-	out, err := frame(snapshotHeader{Size: len(fp.memory), Globals: fp.globals, Values: fp.values}, fp.memory)
+	out, err := frame(snapshotHeader{Size: len(fp.memory), Globals: fp.globals, Values: fp.values, Startup: fp.startup, StartupLost: fp.startupLost}, fp.memory)
 	if err != nil {
 		return
 	}
@@ -179,7 +184,7 @@ func (c *snapshotCache) load(key string, rm *reactorModule, limit uint64) *fastP
 		!slices.Equal(h.Globals, rm.globals) || len(h.Values) != len(h.Globals) {
 		return nil
 	}
-	return &fastPath{globals: rm.globals, values: h.Values, memory: mem[:len(mem):len(mem)]}
+	return &fastPath{globals: rm.globals, values: h.Values, memory: mem[:len(mem):len(mem)], startup: h.Startup, startupLost: h.StartupLost}
 }
 
 // touchFS is a mount of a start-up whose snapshot may be stored: the
