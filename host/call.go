@@ -111,6 +111,10 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) (result abi
 	if p.err != nil {
 		return abi.Failure(t.ToolID, p.err)
 	}
+	// A call the policy's approve rules match waits for a decision (approve.go).
+	if aerr := h.approve(ctx, t, p.grant, input, rc); aerr != nil {
+		return abi.Failure(t.ToolID, aerr)
+	}
 	log := h.log.With("tool", t.ToolID)
 	callEnv, cerr := h.credentials(ctx, t, input)
 	if cerr != nil {

@@ -47,6 +47,8 @@ type Host struct {
 	// mcp runs the tools imported from the policy's MCP servers.
 	mcp     *mcpclient.Runner
 	mcpLock *mcpclient.Lock
+
+	approvals approvals // the policy's approve rules and their broker (approve.go)
 }
 
 // New builds a host from opts and loads opts.Dirs. A toolpack folder that

@@ -29,6 +29,7 @@ var belowJobs = []string{
 	"github.com/agenthost/agenthost/host/budget",
 	"github.com/agenthost/agenthost/host/store",
 	"github.com/agenthost/agenthost/host/receipt",
+	"github.com/agenthost/agenthost/host/approval",
 }
 
 // TestLayers fails when a package under host/ imports the facade without

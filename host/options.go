@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agenthost/agenthost/host/action"
+	"github.com/agenthost/agenthost/host/approval"
 	"github.com/agenthost/agenthost/host/observation"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/receipt"
@@ -64,6 +65,11 @@ type Options struct {
 	// docs/RECEIPTS.md). Its owner closes it after the host, so that
 	// nothing queued is lost. Nil builds no receipt and costs nothing.
 	Receipts receipt.Sink
+	// Approvals holds the calls that the policy's approve rules make wait
+	// for a person's decision (see approval.Broker); one broker may serve
+	// many hosts (tenants). Nil: the host makes its own when its policy
+	// has approve rules.
+	Approvals *approval.Broker
 }
 
 // OnFailure is what Exec does after a call of an ACTION block fails.

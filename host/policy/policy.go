@@ -70,6 +70,9 @@ type Policy struct {
 	// MCPServers are MCP servers whose tools the host imports as
 	// mcp:<server>.<tool> (see MCPServer).
 	MCPServers map[string]MCPServer `json:"mcpServers,omitempty"`
+	// Approve are the rules whose calls wait for a person's decision
+	// before they run (see ApproveRule).
+	Approve []ApproveRule `json:"approve,omitempty"`
 
 	// source names the file the policy came from, for error messages.
 	source string

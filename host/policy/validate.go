@@ -104,6 +104,7 @@ func (p *Policy) Validate() error {
 		p.signers = s
 	}
 	v.mcpServers(p)
+	v.approve(p.Approve)
 	if p.RequireSignature && len(p.signers) == 0 {
 		v.add("/requireSignature", "requireSignature needs trustedKeys: public-key lines (\"ssh-ed25519 AAAA… alice\"), allowed-signers lines (\"alice@example.com ssh-ed25519 AAAA…\") or the paths of such files")
 	}
