@@ -292,13 +292,20 @@ func isDigest(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+		if !hexDigit[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// hexDigit marks the lowercase hex digits.
+var hexDigit = func() (t [256]bool) {
+	for _, c := range "0123456789abcdef" {
+		t[c] = true
+	}
+	return t
+}()
 
 func clip(s string) string {
 	if len(s) > 80 {
