@@ -71,6 +71,10 @@ type Options struct {
 	// beyond is answered 503 with Retry-After.
 	SessionIdle time.Duration
 	MaxSessions int
+	// CodeMode adds the tools run_code and search_tools (codemode.go):
+	// a program that calls the catalogue's tools as functions, and the
+	// search of their typed API. Off by default.
+	CodeMode bool
 }
 
 // DefaultMaxMessageBytes is Options.MaxMessageBytes's default.
@@ -108,6 +112,7 @@ type Server struct {
 
 	info json.RawMessage   // the server's name and version, in 2026-07-28 results (modern.go)
 	apps map[string]string // ui:// URI -> the view served (apps.go); guarded by mu
+	code codeTools         // run_code and search_tools (codemode.go); guarded by mu
 }
 
 // New builds the server for h and lists its tools.
@@ -134,7 +139,7 @@ func New(h *host.Host, opts Options) *Server {
 	s := &Server{h: h, log: log, listed: map[string]string{}, ids: map[string]string{}, apps: map[string]string{}, maxBody: opts.MaxMessageBytes,
 		tasks:  tasks{byID: map[string]*task{}, open: map[*sdk.ServerSession]int{}},
 		fast:   fast{sessions: map[string]string{}, running: map[fastKey]context.CancelFunc{}},
-		noFast: opts.NoFastPath, jobs: opts.Jobs, tenant: opts.Tenant,
+		noFast: opts.NoFastPath, jobs: opts.Jobs, tenant: opts.Tenant, code: codeTools{on: opts.CodeMode},
 		sessions: sessions{idle: opts.SessionIdle, max: opts.MaxSessions, seen: map[string]time.Time{}, stop: make(chan struct{})}}
 	impl := &sdk.Implementation{Name: opts.Name, Version: opts.Version}
 	s.info, _ = json.Marshal(impl)
@@ -311,6 +316,7 @@ func (s *Server) sync() {
 		s.ids[n] = t.ToolID
 	}
 	s.syncApps(want)
+	s.syncCode()
 }
 
 // toolOf is the MCP definition of t.
