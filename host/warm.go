@@ -25,6 +25,12 @@ type WarmOptions struct {
 	// time a tool is warm, with how many are and how many there are in
 	// all; calls do not overlap.
 	Progress func(done, total int)
+	// Runnable counts a tool warm once it can run: a tool whose compiled
+	// module is still to be built runs on wazero's interpreter, and its
+	// compile is not started early (it is reported Cold). A short command
+	// sets it: it would exit before using the compiled code (docs/POOLS.md,
+	// "Tiers: the interpreter first").
+	Runnable bool
 }
 
 // WarmReport is what [Host.Warm] did.
@@ -84,7 +90,7 @@ func (h *Host) Warm(ctx context.Context, opts WarmOptions) WarmReport {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			state := h.warmOne(ctx, t)
+			state := h.warmOne(ctx, t, opts.Runnable)
 			mu.Lock()
 			defer mu.Unlock()
 			switch state {
@@ -126,8 +132,15 @@ const (
 	warmCancelled
 )
 
-// warmOne prepares t and waits for its pool's first instances.
-func (h *Host) warmOne(ctx context.Context, t *manifest.Tool) int {
+// interpreted is implemented by a prepared WebAssembly tool that may
+// run on the interpreter tier.
+type interpreted interface {
+	Interpreted() bool
+}
+
+// warmOne prepares t and waits for its pool's first instances; with
+// runnable, a tool on the interpreter tier is left there (cold).
+func (h *Host) warmOne(ctx context.Context, t *manifest.Tool, runnable bool) int {
 	p, perr := h.prepare(ctx, t)
 	switch {
 	case perr != nil:
@@ -136,6 +149,9 @@ func (h *Host) warmOne(ctx context.Context, t *manifest.Tool) int {
 		return warmCold
 	case p.err != nil:
 		return warmFailed
+	}
+	if i, ok := p.run.(interpreted); ok && runnable && i.Interpreted() {
+		return warmCold
 	}
 	w, ok := p.run.(warmer)
 	if !ok {

@@ -142,3 +142,33 @@ func waitWarm(t *testing.T, h *host.Host) host.WarmReport {
 	t.Fatal("the background warm-up did not end")
 	return host.WarmReport{}
 }
+
+// TestWarm_runnable: with Runnable (the CLI's progress bar), a tool whose
+// compiled module is not built yet counts warm on the interpreter (Cold)
+// and its compile is not started; a plain Warm of the same host then
+// waits for the compiled tier and its pool (Ready). Both answer calls.
+func TestWarm_runnable(t *testing.T) {
+	ctx := context.Background()
+	h, err := host.New(ctx, host.Options{Dirs: []string{filepath.Join(hosttest.Toolpacks(t), "core")}, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	for _, tc := range []struct {
+		name     string
+		runnable bool
+		cold     []string
+		ready    []string
+	}{
+		{name: "runnable", runnable: true, cold: []string{"core:echo"}, ready: []string{}},
+		{name: "compiled", runnable: false, ready: []string{"core:echo"}},
+	} {
+		rep := h.Warm(ctx, host.WarmOptions{Tools: []string{"core:echo"}, Runnable: tc.runnable})
+		if !slices.Equal(rep.Cold, tc.cold) || !slices.Equal(rep.Ready, tc.ready) || len(rep.Failed) != 0 {
+			t.Fatalf("%s: report %+v, want cold %v and ready %v", tc.name, rep, tc.cold, tc.ready)
+		}
+		if env := h.Call(ctx, "core:echo", json.RawMessage(`{"message":"m"}`)); env.Error != nil {
+			t.Fatalf("%s: call: %v", tc.name, env.Error)
+		}
+	}
+}

@@ -38,7 +38,7 @@ func (e *env) warmWithProgress(ctx context.Context, h *host.Host, ids []string) 
 	bar := &progressBar{w: e.stderr, start: time.Now()}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		h.Warm(ctx, host.WarmOptions{Tools: ids, Progress: bar.set})
+		h.Warm(ctx, host.WarmOptions{Tools: ids, Progress: bar.set, Runnable: true})
 		bar.set(-1, 0) // finished: no more drawing
 	})
 	wg.Go(func() {

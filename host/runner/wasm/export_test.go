@@ -1,6 +1,9 @@
 package wasm
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // CompiledCount returns the number of distinct modules r compiled.
 func CompiledCount(r *Runner) int {
@@ -47,9 +50,23 @@ func Tier(p any) string {
 	return "compiled"
 }
 
-// WaitTier waits until p's background compile has ended.
+// WaitTier starts p's background compile and waits until it has ended.
 func WaitTier(p any) {
 	if t, ok := p.(*tiered); ok {
+		t.start()
 		<-t.done
 	}
+}
+
+// TierTriggers sets when r's tools on the interpreter start their
+// compile: after calls calls (an interpreter time and an age past any
+// test's length otherwise).
+func TierTriggers(r *Runner, calls int64) {
+	r.tier.afterCalls, r.tier.afterRun, r.tier.after = calls, time.Hour, time.Hour
+}
+
+// Upgrading reports whether p's background compile has started.
+func Upgrading(p any) bool {
+	t, ok := p.(*tiered)
+	return ok && t.started.Load()
 }

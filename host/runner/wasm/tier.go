@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 
@@ -77,6 +78,26 @@ type tierState struct {
 	compiled map[string]*compileEntry // guarded by Runner.mu
 	// hold, when set (tests only), delays every upgrade until closed.
 	hold chan struct{}
+	// afterCalls, afterRun and after replace tierAfterCalls,
+	// tierAfterRun and tierAfter when set (tests only).
+	afterCalls int64
+	afterRun   time.Duration
+	after      time.Duration
+}
+
+// triggers returns when a tool on the interpreter starts its compile.
+func (t *tierState) triggers() (calls int64, run, age time.Duration) {
+	calls, run, age = tierAfterCalls, tierAfterRun, tierAfter
+	if t.afterCalls > 0 {
+		calls = t.afterCalls
+	}
+	if t.afterRun > 0 {
+		run = t.afterRun
+	}
+	if t.after > 0 {
+		age = t.after
+	}
+	return calls, run, age
 }
 
 // tieringDefault is whether a runner tiers when its Options and the
@@ -152,47 +173,93 @@ func (r *Runner) compileInterp(ctx context.Context, code []byte) (wazero.Compile
 	return rt.CompileModule(ctx, code)
 }
 
+// When a tool on the interpreter starts its compile (docs/POOLS.md,
+// "Tiers: the interpreter first"). Compiling a Go tool takes about a
+// second of CPU; a short command (the CLI's exec, run, audit) would
+// spend it on code it exits before using, on the core its own work
+// needs. So the compile starts once the tool shows it will be used:
+// tierAfterCalls calls, tierAfterRun of its calls' time on the
+// interpreter, tierAfter since it was prepared, or a Warm (a server
+// warming its catalogue), whichever comes first.
+const (
+	tierAfterCalls = 3
+	tierAfterRun   = 250 * time.Millisecond
+	tierAfter      = 2 * time.Second
+)
+
 // tiered is a tool prepared on the interpreter whose compiled tier is
-// being built: calls run on first until next is set.
+// built once it is wanted (start): calls run on first until next is set.
 type tiered struct {
 	r     *Runner
+	tool  *manifest.Tool
+	grant *policy.Grant
 	first *prepared
 	next  atomic.Pointer[prepared]
 	// done is closed when the upgrade has ended, set or failed.
 	done chan struct{}
+	// startOnce starts the upgrade; timer starts it tierAfter after
+	// preparation.
+	startOnce sync.Once
+	started   atomic.Bool
+	timer     *time.Timer
+	// calls and ran are the calls made on the interpreter and their time.
+	calls atomic.Int64
+	ran   atomic.Int64
 
 	mu     sync.Mutex
 	closed bool
 }
 
-// tierUp returns first (an interpreter tier) wrapped, and starts
-// preparing the compiled tier in the background. Close does not wait
-// for it (docs/RATIONALE.md, "Why not wait for the compile at Close?"):
-// the runtime is released when it ends.
+// tierUp returns first (an interpreter tier) wrapped; its compiled tier
+// is prepared in the background once it is wanted (start). Close does
+// not wait for it (docs/RATIONALE.md, "Why not wait for the compile at
+// Close?"): the runtime is released when it ends.
 func (r *Runner) tierUp(tool *manifest.Tool, grant *policy.Grant, first *prepared) runner.Prepared {
-	t := &tiered{r: r, first: first, done: make(chan struct{})}
-	go func() {
-		defer close(t.done)
-		if r.tier.hold != nil {
-			<-r.tier.hold
-		}
-		p, err := r.prepare(context.Background(), tool, grant, prepOpts{compiled: true, snap: first.fast})
-		if err != nil {
-			if !r.isClosed() {
-				first.logger.Warn("compiling the tool failed; its calls stay on the interpreter", "error", err)
-			}
-			return
-		}
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if t.closed {
-			_ = p.Close()
-			return
-		}
-		t.next.Store(p)
-		first.logger.Debug("tool switched to its compiled module")
-	}()
+	t := &tiered{r: r, tool: tool, grant: grant, first: first, done: make(chan struct{})}
+	_, _, age := r.tier.triggers()
+	t.timer = time.AfterFunc(age, t.start)
 	return t
+}
+
+// start begins the compiled tier's preparation, once; after Close it
+// does nothing but end the wait of Warm.
+func (t *tiered) start() {
+	t.startOnce.Do(func() {
+		t.timer.Stop()
+		t.mu.Lock()
+		closed := t.closed
+		t.mu.Unlock()
+		if closed {
+			close(t.done)
+			return
+		}
+		t.started.Store(true)
+		go t.upgrade()
+	})
+}
+
+// upgrade prepares the compiled tier and switches calls to it.
+func (t *tiered) upgrade() {
+	r, first := t.r, t.first
+	defer close(t.done)
+	if r.tier.hold != nil {
+		<-r.tier.hold
+	}
+	p, err := r.prepare(context.Background(), t.tool, t.grant, prepOpts{compiled: true, snap: first.fast})
+	if err != nil {
+		if !r.isClosed() {
+			first.logger.Warn("compiling the tool failed; its calls stay on the interpreter", "error", err)
+		}
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		_ = p.Close()
+		return
+	}
+	t.next.Store(p)
+	first.logger.Debug("tool switched to its compiled module")
 }
 
 // current is the tier calls run on now.
@@ -203,9 +270,20 @@ func (t *tiered) current() *prepared {
 	return t.first
 }
 
-// Run implements runner.Prepared on the current tier.
+// Run implements runner.Prepared on the current tier. A call on the
+// interpreter counts towards starting the compile.
 func (t *tiered) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
-	return t.current().Run(ctx, req)
+	if p := t.next.Load(); p != nil {
+		return p.Run(ctx, req)
+	}
+	began := time.Now()
+	res, err := t.first.Run(ctx, req)
+	ran := t.ran.Add(int64(time.Since(began)))
+	calls, run, _ := t.r.tier.triggers()
+	if t.calls.Add(1) >= calls || time.Duration(ran) >= run {
+		t.start()
+	}
+	return res, err
 }
 
 // Close implements runner.Closer: it releases both tiers (an upgrade
@@ -214,12 +292,17 @@ func (t *tiered) Close() error {
 	t.mu.Lock()
 	t.closed = true
 	t.mu.Unlock()
+	t.timer.Stop()
 	err := t.first.Close()
 	if p := t.next.Load(); p != nil {
 		err = errors.Join(err, p.Close())
 	}
 	return err
 }
+
+// Interpreted reports whether the tool's calls run on the interpreter
+// (its compiled tier not built yet).
+func (t *tiered) Interpreted() bool { return t.next.Load() == nil }
 
 // CallsTools reports whether the tool's module imports
 // agenthost_tools.call (the same module on both tiers).
@@ -228,11 +311,13 @@ func (t *tiered) CallsTools() bool { return t.first.CallsTools() }
 // PoolStats implements runner.Statser (zero on the interpreter tier).
 func (t *tiered) PoolStats() runner.PoolStats { return t.current().PoolStats() }
 
-// Warm waits for the compiled tier (or ctx) and reports its pool: a
-// server warming its catalogue is ready once its tools run compiled.
-// Calls do not wait for it: they run on the interpreter meanwhile. If
-// the compile failed, the tool stays on the interpreter: WarmNone.
+// Warm starts the compiled tier, waits for it (or ctx) and reports its
+// pool: a server warming its catalogue is ready once its tools run
+// compiled. Calls do not wait for it: they run on the interpreter
+// meanwhile. If the compile failed, the tool stays on the interpreter:
+// WarmNone.
 func (t *tiered) Warm(ctx context.Context) WarmState {
+	t.start()
 	select {
 	case <-t.done:
 	case <-ctx.Done():

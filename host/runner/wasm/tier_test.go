@@ -183,3 +183,62 @@ func TestTier_switch(t *testing.T) {
 		})
 	}
 }
+
+// TestTier_lazy: a tool on the interpreter starts its compile only once
+// it is wanted: after its third call, or at Warm, never at Prepare; one
+// closed before either never compiles, and its Warm returns.
+func TestTier_lazy(t *testing.T) {
+	e := newEnv(t)
+	wat := func(t testing.TB) string { return watGuest(t, "echo") }
+	tests := []struct {
+		name      string
+		calls     int
+		warm      bool
+		close     bool
+		upgrading bool
+	}{
+		{name: "prepared", calls: 0, upgrading: false},
+		{name: "two calls", calls: 2, upgrading: false},
+		{name: "third call", calls: 3, upgrading: true},
+		{name: "warm", calls: 0, warm: true, upgrading: true},
+		{name: "closed, then warm", calls: 1, close: true, warm: true, upgrading: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _, release := newTieredRunner(t, 64<<20)
+			wasm.TierTriggers(r, 3)
+			release() // an upgrade, once started, runs at once
+			p := prepare(t, r, wat(t), e, nil)
+			if got := wasm.Tier(p); got != "interpreter" {
+				t.Fatalf("tier %s, want interpreter", got)
+			}
+			for range tc.calls {
+				if res := run(t, p, benignWAT); res.Err != nil {
+					t.Fatalf("call: %v", res.Err)
+				}
+			}
+			if tc.close {
+				if c, ok := p.(runner.Closer); ok {
+					_ = c.Close()
+				}
+			}
+			if tc.warm {
+				p.(interface {
+					Warm(context.Context) wasm.WarmState
+				}).Warm(context.Background())
+			}
+			if got := wasm.Upgrading(p); got != tc.upgrading {
+				t.Fatalf("compile started %v, want %v", got, tc.upgrading)
+			}
+			if tc.upgrading {
+				wasm.WaitTier(p)
+				if got := wasm.Tier(p); got != "compiled" {
+					t.Fatalf("tier %s after the compile, want compiled", got)
+				}
+				if res := run(t, p, benignWAT); res.Err != nil {
+					t.Fatalf("call on the compiled tier: %v", res.Err)
+				}
+			}
+		})
+	}
+}
