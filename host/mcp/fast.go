@@ -163,6 +163,9 @@ func (s *Server) plain(msg []byte) (plainRequest, bool) {
 	s.mu.Lock()
 	tool, ok := s.ids[c.Params.Name]
 	s.mu.Unlock()
+	if ok && s.approves(tool) {
+		return plainRequest{}, false // its call may ask for a decision (approve.go)
+	}
 	return plainRequest{id: json.RawMessage(c.ID), key: key, name: c.Params.Name, tool: tool, args: json.RawMessage(c.Params.Arguments)}, ok
 }
 

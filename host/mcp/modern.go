@@ -396,7 +396,7 @@ func (s *Server) plainModern(msg []byte) (plainRequest, bool) {
 	s.mu.Lock()
 	tool, ok := s.ids[c.Params.Name]
 	s.mu.Unlock()
-	if !ok || (bytes.Contains(c.Params.Meta.Capabilities, []byte(extTasks)) && s.async(tool)) {
+	if !ok || s.approves(tool) || (bytes.Contains(c.Params.Meta.Capabilities, []byte(extTasks)) && s.async(tool)) {
 		return plainRequest{}, false
 	}
 	return plainRequest{id: json.RawMessage(c.ID), key: key, name: c.Params.Name, tool: tool, args: json.RawMessage(c.Params.Arguments)}, true

@@ -75,6 +75,12 @@ type Options struct {
 	// a program that calls the catalogue's tools as functions, and the
 	// search of their typed API. Off by default.
 	CodeMode bool
+	// Approvers says where a person can decide a call that waits for
+	// approval when the MCP client cannot be asked (it declared no
+	// elicitation): such a call waits there ("the console or POST
+	// /v1/approvals/{id}" on serve). Empty: nowhere, and the call is
+	// refused at once (approve.go).
+	Approvers string
 }
 
 // DefaultMaxMessageBytes is Options.MaxMessageBytes's default.
@@ -113,6 +119,9 @@ type Server struct {
 	info json.RawMessage   // the server's name and version, in 2026-07-28 results (modern.go)
 	apps map[string]string // ui:// URI -> the view served (apps.go); guarded by mu
 	code codeTools         // run_code and search_tools (codemode.go); guarded by mu
+
+	approvals approvalRules // the policy's approve rules (approve.go)
+	approvers string        // Options.Approvers
 }
 
 // New builds the server for h and lists its tools.
@@ -139,7 +148,7 @@ func New(h *host.Host, opts Options) *Server {
 	s := &Server{h: h, log: log, listed: map[string]string{}, ids: map[string]string{}, apps: map[string]string{}, maxBody: opts.MaxMessageBytes,
 		tasks:  tasks{byID: map[string]*task{}, open: map[*sdk.ServerSession]int{}},
 		fast:   fast{sessions: map[string]string{}, running: map[fastKey]context.CancelFunc{}},
-		noFast: opts.NoFastPath, jobs: opts.Jobs, tenant: opts.Tenant, code: codeTools{on: opts.CodeMode},
+		noFast: opts.NoFastPath, jobs: opts.Jobs, tenant: opts.Tenant, code: codeTools{on: opts.CodeMode}, approvers: opts.Approvers,
 		sessions: sessions{idle: opts.SessionIdle, max: opts.MaxSessions, seen: map[string]time.Time{}, stop: make(chan struct{})}}
 	impl := &sdk.Implementation{Name: opts.Name, Version: opts.Version}
 	s.info, _ = json.Marshal(impl)
@@ -232,6 +241,7 @@ func (s *Server) newHandler() http.Handler {
 		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 			s.touch(id)
 		}
+		markApprover(r) // approve.go
 		if r.Method == http.MethodPost {
 			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 			var tooLarge *http.MaxBytesError
@@ -357,6 +367,9 @@ func (s *Server) toolOf(name string, t *manifest.Tool) (*sdk.Tool, error) {
 // handler runs a call of the tool id.
 func (s *Server) handler(name, id string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		if s.approves(id) {
+			return s.callApproved(ctx, req, name, id) // approve.go
+		}
 		return resultOf(name, s.call(ctx, req, id)), nil
 	}
 }
