@@ -22,6 +22,12 @@ const testBudgets = `{maxSteps: "200000", maxCalls: "5", maxCallOutputBytes: "60
 // code:starlark.
 func codeHost(t testing.TB, config string) *host.Host {
 	t.Helper()
+	return codeHostJS(t, config, `{maxCalls: "5"}`)
+}
+
+// codeHostJS is codeHost with code:js's handler config too.
+func codeHostJS(t testing.TB, config, jsConfig string) *host.Host {
+	t.Helper()
 	ws := t.TempDir()
 	for name, text := range map[string]string{"a.txt": "alpha", "b.txt": "beta", "big.txt": strings.Repeat("x", 4000), "large.txt": strings.Repeat("y", 200000)} {
 		if err := os.WriteFile(filepath.Join(ws, name), []byte(text), 0o600); err != nil {
@@ -36,7 +42,7 @@ tools:
     config: `+config+`
     limits: {max: {memoryMb: 64}}
   "code:js":
-    config: {maxCalls: "5"}
+    config: `+jsConfig+`
     limits: {max: {timeoutMs: 3000}}
 `)
 	h := hosttest.NewHost(t, p, filepath.Join(tp, "code"), filepath.Join(tp, "fs"), filepath.Join(tp, "core"))

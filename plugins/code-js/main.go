@@ -14,6 +14,7 @@ import (
 )
 
 func main() {
+	warm()
 	guest.Run(func(_ context.Context, in Input) (Output, error) {
 		return Run(in, toolcall.Call)
 	})

@@ -54,3 +54,12 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+// TestWarmProgram: the start-up's warm-up program runs (a failing one
+// would warm nothing).
+func TestWarmProgram(t *testing.T) {
+	out, err := Run(Input{Code: warmProgram, Input: json.RawMessage(`{"w":1}`)}, toolcall.Echo)
+	if err != nil || out.Calls != 1 || len(out.Log) != 1 {
+		t.Fatalf("got %+v, %v", out, err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 )
 
 func main() {
+	warm()
 	guest.Run(func(_ context.Context, in Input) (Output, error) {
 		return Run(in, Options{MaxSteps: maxSteps(os.Args[1:]), Call: toolcall.Call})
 	})

@@ -86,3 +86,12 @@ func FuzzProgram(f *testing.F) {
 		}
 	})
 }
+
+// TestWarmProgram: the start-up's warm-up program runs (a failing one
+// would warm nothing).
+func TestWarmProgram(t *testing.T) {
+	out, err := Run(Input{Code: warmProgram, Input: json.RawMessage(`{"w":1}`)}, Options{Call: toolcall.Echo})
+	if err != nil || out.Calls != 1 || len(out.Log) != 1 {
+		t.Fatalf("got %+v, %v", out, err)
+	}
+}

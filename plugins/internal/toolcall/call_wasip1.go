@@ -2,11 +2,7 @@
 
 package toolcall
 
-import (
-	"encoding/json"
-	"fmt"
-	"unsafe"
-)
+import "unsafe"
 
 // callTool is the host import (host/runner/wasm, "Tools as functions").
 // It runs the tool named by tool[:toolLen] with the JSON arguments
@@ -41,13 +37,4 @@ func ptr(b []byte) unsafe.Pointer {
 		return nil
 	}
 	return unsafe.Pointer(&b[0])
-}
-
-// decode reads the host's answer.
-func decode(b []byte) (Response, error) {
-	var r Response
-	if err := json.Unmarshal(b, &r); err != nil {
-		return Response{}, fmt.Errorf("agenthost_tools.call answered with bad JSON: %w", err)
-	}
-	return r, nil
 }

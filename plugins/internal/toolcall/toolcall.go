@@ -64,3 +64,12 @@ func (r Response) Result(tool string) (json.RawMessage, error) {
 	}
 	return env.Output, nil
 }
+
+// decode reads the host's answer.
+func decode(b []byte) (Response, error) {
+	var r Response
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Response{}, fmt.Errorf("agenthost_tools.call answered with bad JSON: %w", err)
+	}
+	return r, nil
+}

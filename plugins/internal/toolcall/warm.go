@@ -1,0 +1,41 @@
+package toolcall
+
+import (
+	"encoding/json"
+
+	"github.com/agenthost/agenthost/abi"
+)
+
+// Headroom is the free heap a code-mode guest keeps in its start-up
+// snapshot (ReserveHeap). The host reuses a pooled instance only while
+// its memory has not grown, and a program that needs more pages than the
+// snapshot's heap has free grows it: without headroom nearly every
+// program did (by 256–512 KiB), so every program paid a copy of the
+// whole memory and a fresh instance. The pages are never written, so a
+// pooled instance shares them with the snapshot until a program uses
+// them.
+const Headroom = 8 << 20
+
+// sink keeps ReserveHeap's allocation on the heap.
+var sink []byte
+
+// ReserveHeap grows the Go heap by n bytes and frees them again: the
+// memory stays in the instance, as free pages of the heap the next
+// allocations take before the heap grows. Call it in main before
+// guest.Run (at start-up, before the host's snapshot; the SDK's warm-up
+// collects the garbage before the snapshot is taken).
+func ReserveHeap(n int) {
+	sink = make([]byte, n)
+	sink = nil
+}
+
+// Echo is a Caller that answers every call with its arguments as the
+// output, for warming an interpreter at start-up without a host.
+func Echo(tool string, args []byte) (Response, error) {
+	b, err := json.Marshal(Response{Envelope: abi.Envelope{ToolID: tool, Status: abi.StatusSuccess, Output: json.RawMessage(args)}})
+	if err != nil {
+		return Response{}, err
+	}
+	// Through the same decoding as a host answer, so its state is built.
+	return decode(b)
+}
