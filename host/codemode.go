@@ -204,6 +204,7 @@ func (prog *program) inner(ctx context.Context, name string, args []byte) abi.En
 			return h.logged(abi.Failure(t.ToolID, aerr))
 		}
 		defer slot.Release()
+		ctx = budget.WithSlot(ctx, slot) // a nested workflow gives its place back while it waits (budget.Yield)
 	}
 	return h.Call(ctx, t.ToolID, args)
 }

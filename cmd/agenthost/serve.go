@@ -221,11 +221,25 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	api.Drain()
 	sctx, cancel := context.WithTimeout(context.Background(), s.drain)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	err = srv.Shutdown(sctx)
+	if err == nil || errors.Is(err, http.ErrServerClosed) {
+		if err = api.Wait(sctx); err == nil {
+			return nil
+		}
 	}
-	return api.Wait(sctx)
+	// Past the drain timeout: the calls still running are stopped and
+	// answer MAY_HAVE_RUN (a job ends interrupted), and their clients get
+	// that answer, not a reset connection, within answerGrace.
+	api.Interrupt()
+	gctx, gcancel := context.WithTimeout(context.Background(), answerGrace)
+	defer gcancel()
+	_ = srv.Shutdown(gctx)
+	return err
 }
+
+// answerGrace bounds how long serve, past its drain timeout, waits for
+// the calls it stopped to send their MAY_HAVE_RUN answers.
+const answerGrace = 5 * time.Second
 
 func isLoopback(h string) bool {
 	if h == "localhost" {

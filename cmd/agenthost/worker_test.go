@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -405,7 +406,8 @@ func probePack(t *testing.T) string {
 // drain timeout longer than the call, the job ends done with the call's
 // result and serve exits 0; with one shorter, the job ends interrupted
 // with MAY_HAVE_RUN (never a CANCELLED that says it did not run) and
-// serve exits 1.
+// serve exits 1. A synchronous call cut by the drain timeout is answered
+// MAY_HAVE_RUN too, not with a reset connection.
 func TestServeDrain(t *testing.T) {
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "agenthost")
@@ -418,9 +420,12 @@ func TestServeDrain(t *testing.T) {
 		sleepMS     int
 		exit        int
 		status      string
+		sync        bool
 	}{
-		{"the job finishes", "2m0s", 3000, 0, store.JobDone},
-		{"the drain timeout passes", "1s", 60000, 1, store.JobInterrupted},
+		{"the job finishes", "2m0s", 3000, 0, store.JobDone, false},
+		{"the drain timeout passes", "1s", 60000, 1, store.JobInterrupted, false},
+		{"a synchronous call finishes", "2m0s", 3000, 0, "", true},
+		{"a synchronous call past the drain timeout", "1s", 60000, 1, string(abi.CodeMayHaveRun), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := t.TempDir()
@@ -441,9 +446,22 @@ func TestServeDrain(t *testing.T) {
 				}
 				close(copied)
 			}()
-			req, _ := http.NewRequest("POST", base+"/v1/tools/t:probe/call?async=true", strings.NewReader(fmt.Sprintf(`{"ops":[{"op":"sleep","ms":%d}]}`, tc.sleepMS)))
+			req, _ := http.NewRequest("POST", base+"/v1/tools/t:probe/call?async="+strconv.FormatBool(!tc.sync), strings.NewReader(fmt.Sprintf(`{"ops":[{"op":"sleep","ms":%d}]}`, tc.sleepMS)))
 			req.Header.Set("Authorization", "Bearer "+token)
 			req.Header.Set("Content-Type", "application/json")
+			if tc.sync {
+				answer, code := syncDrain(t, req, base, token, cmd, &rest, copied)
+				if code != tc.exit {
+					t.Fatalf("serve exited %d, want %d:\n%s", code, tc.exit, rest.String())
+				}
+				if tc.status == "" && (answer.Error != nil || !strings.Contains(string(answer.Output), `"results":[{"ok":true}]`)) {
+					t.Fatalf("the drained call answered %+v, want its result", answer)
+				}
+				if tc.status != "" && (answer.Error == nil || string(answer.Error.Code) != tc.status) {
+					t.Fatalf("the cut call answered %+v, want %s", answer, tc.status)
+				}
+				return
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -487,4 +505,55 @@ func TestServeDrain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// syncDrain sends the synchronous call req to serve, sends SIGTERM once
+// /metrics shows the call running, and returns the envelope serve
+// answered (with 200) and serve's exit code.
+func syncDrain(t *testing.T, req *http.Request, base, token string, cmd *exec.Cmd, rest *syncBuffer, copied chan struct{}) (abi.Envelope, int) {
+	t.Helper()
+	type answer struct {
+		status int
+		env    abi.Envelope
+		err    error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		var a answer
+		a.status, a.err = resp.StatusCode, json.NewDecoder(resp.Body).Decode(&a.env)
+		got <- a
+	}()
+	for running := false; !running; {
+		mreq, _ := http.NewRequest("GET", base+"/metrics", nil)
+		mreq.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(mreq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		running = strings.Contains(string(b), `agenthost_tool_calls_in_flight{tenant="default",tool="t:probe"} 1`)
+		if !running {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	a := <-got
+	code := 0
+	if ee, ok := cmd.Wait().(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	<-copied
+	if a.err != nil || a.status != http.StatusOK {
+		t.Fatalf("the call in flight at SIGTERM: %d %v\n%s", a.status, a.err, rest.String())
+	}
+	return a.env, code
 }

@@ -96,6 +96,7 @@ type Store interface {
 	Job(ctx context.Context, tenant, id string) (store.Job, error)
 	Jobs(ctx context.Context, tenant, origin, after string, limit int) ([]store.Job, error)
 	RequestCancel(ctx context.Context, tenant, id string) (store.Job, error)
+	CountJobs(ctx context.Context, tenant, origin string, limit int) (int, error)
 	RenewLeases(ctx context.Context, instance string, until time.Time) ([]string, error)
 	InterruptJobs(ctx context.Context, instance string, now time.Time) (int64, error)
 	DeleteJobs(ctx context.Context, before time.Time) (int64, error)
@@ -146,20 +147,30 @@ type Engine struct {
 	o        Options
 	mu       sync.Mutex
 	tenants  map[string]*limiter
-	local    map[string]*run // this instance's unfinished jobs by ID
+	local    map[string]*run    // this instance's unfinished jobs by ID
+	calls    map[*call]struct{} // the synchronous calls running
 	draining bool
-	leaseErr error
-	runs     sync.WaitGroup
-	stop     chan struct{}
-	loop     sync.WaitGroup
-	closed   bool
+	// interrupted: Interrupt stopped everything; no call starts.
+	interrupted bool
+	leaseErr    error
+	runs        sync.WaitGroup
+	stop        chan struct{}
+	loop        sync.WaitGroup
+	closed      bool
 }
 
-// limiter is a tenant's places: slots holds one token per running call;
-// waiting counts the calls queued for one.
+// limiter is a tenant's places (one per running call, the calls they set
+// off included); waiting counts the calls queued for one.
 type limiter struct {
-	slots   chan struct{}
+	places  *budget.Places
 	waiting int // guarded by Engine.mu
+}
+
+// call is a synchronous call running: Close stops it, and its answer is
+// then MAY_HAVE_RUN.
+type call struct {
+	cancel   context.CancelFunc
+	stopping bool // guarded by Engine.mu
 }
 
 // run is a job this instance runs.
@@ -204,7 +215,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	e := &Engine{o: o, tenants: map[string]*limiter{}, local: map[string]*run{}, stop: make(chan struct{})}
+	e := &Engine{o: o, tenants: map[string]*limiter{}, local: map[string]*run{}, calls: map[*call]struct{}{}, stop: make(chan struct{})}
 	n, err := o.Store.InterruptJobs(ctx, o.Instance, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
@@ -219,6 +230,15 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 
 // Instance is this engine's name among the instances sharing the store.
 func (e *Engine) Instance() string { return e.o.Instance }
+
+// TTL is how long an ended job is kept.
+func (e *Engine) TTL() time.Duration { return e.o.TTL }
+
+// Count counts the tenant's kept jobs of origin ("" for all), up to
+// limit: enough to hold a caller to a quota of that many.
+func (e *Engine) Count(ctx context.Context, tenant, origin string, limit int) (int, error) {
+	return e.o.Store.CountJobs(ctx, tenant, origin, limit)
+}
 
 // renewLoop renews the leases every third of Lease.
 func (e *Engine) renewLoop() {
@@ -289,16 +309,14 @@ func (e *Engine) admit(tenant string) (now bool, err error) {
 	defer e.mu.Unlock()
 	l := e.tenants[tenant]
 	if l == nil {
-		l = &limiter{slots: make(chan struct{}, e.o.MaxConcurrent)}
+		l = &limiter{places: budget.NewPlaces(e.o.MaxConcurrent)}
 		e.tenants[tenant] = l
 	}
-	select {
-	case l.slots <- struct{}{}:
+	if l.places.TryAcquire() {
 		return true, nil
-	default:
 	}
 	if l.waiting >= e.o.MaxQueued {
-		return false, &LimitError{Tenant: tenant, Running: cap(l.slots), Queued: l.waiting, RetryAfter: time.Second}
+		return false, &LimitError{Tenant: tenant, Running: l.places.Cap(), Queued: l.waiting, RetryAfter: time.Second}
 	}
 	l.waiting++
 	return false, nil
@@ -315,12 +333,7 @@ func (e *Engine) wait(ctx context.Context, tenant string) error {
 		l.waiting--
 		e.mu.Unlock()
 	}()
-	select {
-	case l.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return l.places.Acquire(ctx)
 }
 
 // release gives back a running place of tenant.
@@ -328,16 +341,23 @@ func (e *Engine) release(tenant string) {
 	e.mu.Lock()
 	l := e.tenants[tenant]
 	e.mu.Unlock()
-	<-l.slots
+	l.places.Release()
 }
 
-// rooted is ctx with a fresh budget for a root call, unless it carries
-// one (a call made inside another's).
-func (e *Engine) rooted(ctx context.Context) (context.Context, context.CancelFunc) {
+// rooted is ctx with a fresh budget for a root call of tenant, which
+// holds one of the tenant's places: the calls it sets off (a program's
+// inner calls, a workflow's nodes) take places of the tenant too, the
+// first by borrowing the root's. A ctx that carries a budget (a call
+// made inside another's) keeps it.
+func (e *Engine) rooted(ctx context.Context, tenant string) (context.Context, context.CancelFunc) {
 	if budget.From(ctx) != nil {
 		return context.WithCancel(ctx)
 	}
-	return budget.With(ctx, budget.New(e.o.Budget))
+	b := budget.New(e.o.Budget)
+	e.mu.Lock()
+	b.Share(e.tenants[tenant].places)
+	e.mu.Unlock()
+	return budget.With(ctx, b)
 }
 
 // Call runs a synchronous call of tenant under the tenant's limit (it
@@ -354,9 +374,27 @@ func (e *Engine) Call(ctx context.Context, tenant, tool string, args json.RawMes
 		}
 	}
 	defer e.release(tenant)
-	ctx, cancel := e.rooted(ctx)
+	ctx, cancel := e.rooted(ctx, tenant)
 	defer cancel()
-	return e.o.Run(ctx, tenant, tool, args)
+	c := &call{cancel: cancel}
+	e.mu.Lock()
+	if e.interrupted {
+		e.mu.Unlock()
+		return abi.Envelope{}, ErrDraining
+	}
+	e.calls[c] = struct{}{}
+	e.mu.Unlock()
+	env, err := e.o.Run(ctx, tenant, tool, args)
+	e.mu.Lock()
+	delete(e.calls, c)
+	stopping := c.stopping
+	e.mu.Unlock()
+	if stopping && (err != nil || (env.Error != nil && env.Error.Code == abi.CodeCancelled)) {
+		// Stopped by the server's shutdown, not by its caller: what the
+		// call did before is unknown.
+		return abi.Failure(tool, abi.Errorf(abi.CodeMayHaveRun, "the server stopped during the call: the call may have run, in part or whole")), nil
+	}
+	return env, err
 }
 
 // Start records a job of tenant and runs it in the background: at once
@@ -403,7 +441,7 @@ func (e *Engine) Start(ctx context.Context, tenant string, req Request) (store.J
 	jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &run{tenant: tenant, cancel: cancel, done: make(chan struct{}), changed: make(chan struct{})}
 	e.mu.Lock()
-	if e.closed {
+	if e.closed || e.interrupted {
 		e.mu.Unlock()
 		cancel()
 		giveBack()
@@ -473,7 +511,7 @@ func (e *Engine) execute(ctx context.Context, j store.Job, r *run, placed bool) 
 	} else {
 		defer e.release(r.tenant)
 	}
-	ctx, cancel := e.rooted(ctx)
+	ctx, cancel := e.rooted(ctx, r.tenant)
 	defer cancel()
 	env, err := e.o.Run(ctx, r.tenant, j.Tool, j.Input)
 	if err != nil {
@@ -646,23 +684,39 @@ func (e *Engine) Wait(ctx context.Context) error {
 	}
 }
 
-// Close stops the engine: no job starts, the running ones are stopped
-// (their answer is "interrupted": they may have run), and the lease
-// renewal ends once they have their answers. Drain and Wait first to let
-// them finish.
+// Close stops the engine: no job starts, the running jobs and
+// synchronous calls are stopped (a job's answer is then "interrupted", a
+// call's MAY_HAVE_RUN: they may have run), and the lease renewal ends
+// once the jobs have their answers. Drain and Wait first to let them
+// finish.
 func (e *Engine) Close() {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return
 	}
-	e.closed, e.draining = true, true
+	e.closed = true
+	e.mu.Unlock()
+	e.Interrupt()
+	e.runs.Wait()
+	close(e.stop)
+	e.loop.Wait()
+}
+
+// Interrupt stops what the engine runs without waiting: the jobs end
+// interrupted and the synchronous calls answer MAY_HAVE_RUN (the drain
+// timeout has passed: they may have run, in part or whole). From then
+// on it starts no job and no call.
+func (e *Engine) Interrupt() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.draining, e.interrupted = true, true
 	for _, r := range e.local {
 		r.stopping = true
 		r.cancel()
 	}
-	e.mu.Unlock()
-	e.runs.Wait()
-	close(e.stop)
-	e.loop.Wait()
+	for c := range e.calls {
+		c.stopping = true
+		c.cancel()
+	}
 }

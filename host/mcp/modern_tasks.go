@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"maps"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host/jobs"
+	"github.com/agenthost/agenthost/host/store"
 )
 
 // The tasks extension of the 2026-07-28 revision (io.modelcontextprotocol/
@@ -23,11 +23,11 @@ import (
 // once with a task (resultType "task"); tasks/get polls it (the call's
 // result inlined once it has ended), tasks/update is acknowledged (no
 // tool asks for input mid-call, so no input is ever outstanding) and
-// tasks/cancel stops the call. The tasks live in the server's task table
-// (tasks.go), so Drain, Wait, TaskDone and Options.Jobs cover
-// them as they cover the session revision's; they belong to no session
-// (a stateless client has none): the task ID, a random handle, is the
-// reference, as a job's ID is on serve's /v1/jobs.
+// tasks/cancel stops the call. The tasks are jobs of the server's engine
+// as the session revision's are (tasks.go), so Drain, Wait, TaskDone and
+// Options.Jobs cover them alike; they belong to no session (a stateless
+// client has none): the task ID, a random handle, is the reference, as a
+// job's ID is on serve's /v1/jobs, within the tenant.
 
 // extTasks names the tasks extension of the 2026-07-28 revision.
 const extTasks = "io.modelcontextprotocol/tasks"
@@ -83,7 +83,7 @@ func (s *Server) serveModernTask(body []byte) (int, []byte, bool) {
 		if !declared || !ok || !s.async(tool) {
 			return 0, nil, false
 		}
-		info, err := s.startModernTask(r.Params.Name, tool, r.Params.Arguments)
+		info, err := s.startModernTask(tool, r.Params.Arguments)
 		return http.StatusOK, s.taskAnswer(r.ID, info, err), true
 	case "tasks/result", "tasks/list":
 		// The session revision's methods, removed from the extension: its
@@ -105,40 +105,41 @@ func (s *Server) serveModernTask(body []byte) (int, []byte, bool) {
 		e := newRPCError(http.StatusBadRequest, r.ID, jsonrpc.CodeInvalidParams, nil, "%s needs params.taskId", r.Method)
 		return e.status, e.bytes(), true
 	}
-	ts := &s.tasks
-	ts.mu.Lock()
-	ts.sweep(time.Now())
-	t, ok := ts.byID[*r.Params.TaskID]
-	if !ok || t.session != nil {
-		ts.mu.Unlock()
-		e := newRPCError(http.StatusBadRequest, r.ID, jsonrpc.CodeInvalidParams, nil, "no task %q (unknown, or its ttl has passed)", *r.Params.TaskID)
+	ctx, cancel := context.WithTimeout(context.Background(), modernCancelWait)
+	defer cancel()
+	e, j, err := s.taskJob(ctx, originModern, *r.Params.TaskID)
+	if err != nil {
+		var je *jsonrpc.Error
+		errors.As(err, &je)
+		e := newRPCError(http.StatusBadRequest, r.ID, je.Code, nil, "%s", je.Message)
 		return e.status, e.bytes(), true
 	}
 	switch r.Method {
 	case "tasks/get":
-		info := s.modernInfo(t, "complete")
-		ts.mu.Unlock()
-		return http.StatusOK, s.taskAnswer(r.ID, info, nil), true
+		return http.StatusOK, s.taskAnswer(r.ID, s.modernInfo(e, j, "complete"), nil), true
 	case "tasks/cancel":
-		if !t.terminal() {
-			t.status, t.message, t.updated = TaskCancelled, "the task was cancelled by request", time.Now().UTC()
-			t.cancel()
+		// A task that has ended keeps its answer: the cancel is a no-op.
+		if !j.Ended() {
+			if _, err := e.Cancel(ctx, s.taskTenant(), j.ID); err != nil {
+				return http.StatusOK, s.taskAnswer(r.ID, nil, err), true
+			}
 		}
 	}
 	// tasks/update: no input is ever outstanding, so every response is
 	// for a key that is not, which the extension says to ignore.
-	ts.mu.Unlock()
 	return http.StatusOK, s.taskAnswer(r.ID, map[string]any{"resultType": "complete", "_meta": map[string]any{sdk.MetaKeyServerInfo: s.info}}, nil), true
 }
+
+// modernCancelWait bounds how long a tasks/cancel waits for the call to
+// stop.
+const modernCancelWait = 30 * time.Second
 
 // taskAnswer is the JSON-RPC answer to id with result, or the internal
 // error err.
 func (s *Server) taskAnswer(id json.RawMessage, result any, err error) []byte {
 	if err != nil {
 		var je *jsonrpc.Error
-		if e, ok := err.(*jsonrpc.Error); ok {
-			je = e
-		} else {
+		if !errors.As(err, &je) {
 			je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 		}
 		return (&rpcError{id: id, err: je}).bytes()
@@ -147,76 +148,28 @@ func (s *Server) taskAnswer(id json.RawMessage, result any, err error) []byte {
 	return fastAnswer(id, b, err)
 }
 
-// modernInfo is t as the extension shows it; the caller holds tasks.mu.
-// A call that ended with isError is completed with that result: the
-// extension keeps failed for JSON-RPC errors, which a call never ends
-// with here.
-func (s *Server) modernInfo(t *task, resultType string) modernTaskInfo {
-	i := t.info()
-	status := i.Status
+// modernInfo is j as the extension shows it. A call that ended with
+// isError is completed with that result: the extension keeps failed for
+// JSON-RPC errors, which a call never ends with here.
+func (s *Server) modernInfo(e *jobs.Engine, j store.Job, resultType string) modernTaskInfo {
+	i := s.taskInfoOf(e, j)
+	status, _, res := taskState(j)
 	var result json.RawMessage
-	if t.result != nil && status != TaskCancelled {
+	if res != nil && status != TaskCancelled {
 		status = TaskCompleted
-		result, _ = json.Marshal(t.result)
+		result, _ = json.Marshal(res)
 	}
 	return modernTaskInfo{ResultType: resultType, TaskID: i.TaskID, Status: status, StatusMessage: i.StatusMessage,
 		CreatedAt: i.CreatedAt, LastUpdatedAt: i.LastUpdatedAt, TTLMs: i.TTL, PollIntervalMs: i.PollInterval, Result: result,
 		Meta: map[string]any{sdk.MetaKeyServerInfo: s.info}}
 }
 
-// startModernTask records a task of no session, starts its call and
-// returns the task as created.
-func (s *Server) startModernTask(name, tool string, args json.RawMessage) (modernTaskInfo, error) {
-	now := time.Now().UTC()
-	ts := &s.tasks
-	ts.mu.Lock()
-	ts.sweep(now)
-	if ts.closed || ts.draining {
-		ts.mu.Unlock()
-		return modernTaskInfo{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is shutting down: it takes no new task"}
-	}
-	// Stateless clients share one session's quota (the nil session).
-	if n := ts.open[nil]; n >= MaxSessionTasks || len(ts.order) >= MaxTasks {
-		ts.mu.Unlock()
-		return modernTaskInfo{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("too many tasks: stateless clients hold %d (their limit is %d), the server %d (its limit is %d); tasks are kept until their ttl passes",
-				n, MaxSessionTasks, len(ts.order), MaxTasks)}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	id, stop, run, err := s.taskCall(ctx, cancel, tool, args, "mcp", func(ctx context.Context) abi.Envelope { return s.h.Call(ctx, tool, args) })
+// startModernTask starts the call as a job of no session and returns
+// the task as created.
+func (s *Server) startModernTask(tool string, args json.RawMessage) (modernTaskInfo, error) {
+	e, j, err := s.startJob(context.Background(), originModern, tool, args)
 	if err != nil {
-		ts.mu.Unlock()
-		cancel()
 		return modernTaskInfo{}, err
 	}
-	t := &task{id: id, created: now, ttl: DefaultTaskTTL, cancel: stop, done: make(chan struct{}),
-		status: TaskWorking, message: "the call is running", updated: now}
-	ts.byID[id] = t
-	ts.order = append(ts.order, t)
-	ts.open[nil]++
-	info := s.modernInfo(t, "task")
-	ts.runs.Add(1)
-	ts.mu.Unlock()
-	go func() {
-		defer ts.runs.Done()
-		defer cancel()
-		env := run(ctx)
-		res := resultOf(name, env)
-		res.Meta = maps.Clone(res.Meta)
-		if res.Meta == nil {
-			res.Meta = sdk.Meta{}
-		}
-		res.Meta[metaRelatedTask] = map[string]string{"taskId": id}
-		ts.mu.Lock()
-		t.result, t.updated = res, time.Now().UTC()
-		if t.status == TaskWorking {
-			t.status, t.message = TaskCompleted, "the call succeeded"
-			if res.IsError {
-				t.status, t.message = TaskFailed, "the call failed"
-			}
-		}
-		ts.mu.Unlock()
-		close(t.done)
-	}()
-	return info, nil
+	return s.modernInfo(e, j, "task"), nil
 }

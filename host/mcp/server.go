@@ -146,7 +146,7 @@ func New(h *host.Host, opts Options) *Server {
 		opts.MaxSessions = DefaultMaxSessions
 	}
 	s := &Server{h: h, log: log, listed: map[string]string{}, ids: map[string]string{}, apps: map[string]string{}, maxBody: opts.MaxMessageBytes,
-		tasks:  tasks{byID: map[string]*task{}, open: map[*sdk.ServerSession]int{}},
+		tasks:  tasks{},
 		fast:   fast{sessions: map[string]string{}, running: map[fastKey]context.CancelFunc{}},
 		noFast: opts.NoFastPath, jobs: opts.Jobs, tenant: opts.Tenant, code: codeTools{on: opts.CodeMode}, approvers: opts.Approvers,
 		sessions: sessions{idle: opts.SessionIdle, max: opts.MaxSessions, seen: map[string]time.Time{}, stop: make(chan struct{})}}

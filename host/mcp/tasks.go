@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host/jobs"
+	"github.com/agenthost/agenthost/host/store"
+	"github.com/agenthost/agenthost/host/wire"
 )
 
 // Task-augmented tool calls (MCP tasks, protocol revision 2025-11-25).
@@ -25,9 +28,15 @@ import (
 // A tools/call whose params hold "task" returns a task at once; the call
 // runs in the background, and the client polls tasks/get, waits with
 // tasks/result, pages through tasks/list or stops the call with
-// tasks/cancel (the guest is stopped). Tasks live in the server's memory,
-// are visible only to the session that made them, and are forgotten once
-// they have ended and their ttl has passed.
+// tasks/cancel (the guest is stopped). A task is a job of the job engine
+// (host/jobs), of which this file is only the protocol: the task's ID is
+// the job's, its state and result are the job's record, its limits the
+// tenant's. The engine is Options.Jobs (serve's, in its store), else the
+// server's own over an in-memory store. A session sees only its own
+// tasks (the jobs' origin names it), a tenant only its own (the engine's
+// rule: another tenant's task is "not found", as an unknown one is); the
+// end of a session cancels its unfinished tasks, which nobody else may
+// see.
 //
 // The SDK has no task support, so the server adds it at its edges: the
 // transports rename a task-augmented tools/call to callAsTask before the
@@ -43,12 +52,12 @@ const (
 	TaskCancelled = "cancelled"
 )
 
-// Task limits: the ttl when the client asks for none and the longest one
-// granted, the polling interval suggested, and how many tasks a session
-// and the whole server keep at once.
+// Task limits: how long the server's own engine keeps an ended task (the
+// ttl every task shows: an engine's keeps its jobs for its TTL, whatever
+// a client asks), the polling interval suggested, and how many tasks a
+// session, and the server's own engine, keep at once.
 const (
 	DefaultTaskTTL  = 10 * time.Minute
-	MaxTaskTTL      = time.Hour
 	TaskPoll        = 250 * time.Millisecond
 	MaxSessionTasks = 256
 	MaxTasks        = 4096
@@ -61,7 +70,11 @@ const metaRelatedTask = "io.modelcontextprotocol/related-task"
 const callAsTask = "agenthost/tools/callAsTask"
 
 // taskPage is how many tasks one tasks/list answer holds.
-const taskPage = 100
+const taskPage = jobs.MaxListPage
+
+// originModern is the origin of the 2026-07-28 extension's tasks, which
+// belong to no session.
+const originModern = "mcp"
 
 // taskInfo is a task on the wire.
 type taskInfo struct {
@@ -74,84 +87,159 @@ type taskInfo struct {
 	PollInterval  int64  `json:"pollInterval"`
 }
 
-// task is one task-augmented call.
-type task struct {
-	id      string
-	session *sdk.ServerSession
-	created time.Time
-	ttl     time.Duration
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the call has ended and result is set
-
-	// Guarded by tasks.mu.
-	status, message string
-	updated         time.Time
-	result          *sdk.CallToolResult
-}
-
-// info is t on the wire; the caller holds tasks.mu.
-func (t *task) info() taskInfo {
-	return taskInfo{TaskID: t.id, Status: t.status, StatusMessage: t.message,
-		CreatedAt: t.created.Format(time.RFC3339Nano), LastUpdatedAt: t.updated.Format(time.RFC3339Nano),
-		TTL: t.ttl.Milliseconds(), PollInterval: TaskPoll.Milliseconds()}
-}
-
-// terminal reports whether t has ended; the caller holds tasks.mu.
-func (t *task) terminal() bool { return t.status != TaskWorking }
-
-// tasks is a server's task table.
+// tasks links a server to its job engine.
 type tasks struct {
 	mu       sync.Mutex
-	byID     map[string]*task
-	order    []*task                    // by creation
-	open     map[*sdk.ServerSession]int // tasks kept per session
-	closed   bool                       // Close: no new task
-	draining bool                       // Drain: no new task
-	runs     sync.WaitGroup
+	own      *jobs.Engine                  // the server's own engine, made at its first task
+	ownStore *store.Store                  // its in-memory store
+	sessions map[*sdk.ServerSession]string // the origin of each session with tasks
+	draining bool
+	closed   bool
+	watchers sync.WaitGroup // progress notifiers
+	stop     chan struct{}  // closed by close: the notifiers end
 }
 
-// sweep forgets the ended tasks whose ttl has passed; the caller holds mu.
-func (ts *tasks) sweep(now time.Time) {
-	ts.dropIf(func(t *task) bool { return t.terminal() && now.After(t.created.Add(t.ttl)) })
-}
-
-// dropIf forgets the tasks gone reports, cancelling those still running;
-// the caller holds mu.
-func (ts *tasks) dropIf(gone func(*task) bool) {
-	kept := ts.order[:0]
-	for _, t := range ts.order {
-		if !gone(t) {
-			kept = append(kept, t)
-			continue
-		}
-		t.cancel()
-		delete(ts.byID, t.id)
-		if ts.open[t.session]--; ts.open[t.session] <= 0 {
-			delete(ts.open, t.session)
-		}
+// engine is the engine tasks run on: Options.Jobs, else the server's own.
+func (s *Server) engine() (*jobs.Engine, error) {
+	if s.jobs != nil {
+		return s.jobs, nil
 	}
-	clear(ts.order[len(kept):])
-	ts.order = kept
-}
-
-// endSession waits for ss to end, then cancels its running tasks and
-// forgets all of its tasks (nobody else may see them).
-func (ts *tasks) endSession(ss *sdk.ServerSession) {
-	_ = ss.Wait()
+	ts := &s.tasks
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	ts.dropIf(func(t *task) bool { return t.session == ss })
+	if ts.closed {
+		return nil, jobs.ErrDraining
+	}
+	if ts.own != nil {
+		return ts.own, nil
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, ":memory:")
+	if err != nil {
+		return nil, err
+	}
+	e, err := jobs.New(ctx, jobs.Options{Store: st, MaxQueued: MaxTasks, TTL: DefaultTaskTTL, Logger: s.log.Named("tasks"),
+		Run: func(ctx context.Context, _, tool string, args json.RawMessage) (abi.Envelope, error) {
+			return s.h.Call(ctx, tool, args), nil
+		}})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	ts.own, ts.ownStore = e, st
+	return e, nil
 }
 
-// close cancels the running tasks and waits for their calls to end.
+// taskTenant is the tenant whose jobs the tasks are.
+func (s *Server) taskTenant() string {
+	if s.tenant == "" {
+		return "local"
+	}
+	return s.tenant
+}
+
+// origin is the origin of ss's tasks, made (and its end watched) at its
+// first task when create is set; "" when it has none.
+func (s *Server) origin(ss *sdk.ServerSession, create bool) string {
+	ts := &s.tasks
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	o, ok := ts.sessions[ss]
+	if !ok && create {
+		// A random name, not the session's ID: stdio sessions have none.
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		o = "mcp:" + hex.EncodeToString(b[:])
+		ts.sessions[ss] = o
+		go s.endSession(ss, o)
+	}
+	return o
+}
+
+// endSession waits for ss to end, then cancels its unfinished tasks.
+func (s *Server) endSession(ss *sdk.ServerSession, origin string) {
+	_ = ss.Wait()
+	s.tasks.mu.Lock()
+	delete(s.tasks.sessions, ss)
+	s.tasks.mu.Unlock()
+	e, err := s.engine()
+	if err != nil {
+		return
+	}
+	ctx := context.Background()
+	tenant := s.taskTenant()
+	for after := ""; ; {
+		page, err := e.List(ctx, tenant, jobs.ListOptions{Origin: origin, After: after})
+		if err != nil || len(page) == 0 {
+			return
+		}
+		for _, j := range page {
+			if !j.Ended() {
+				if _, err := e.Cancel(ctx, tenant, j.ID); err != nil {
+					s.log.Error("cancelling a task of an ended session", "task", j.ID, "error", err)
+				}
+			}
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// close stops the progress notifiers and the server's own engine (its
+// running tasks end interrupted, their guests stopped).
 func (ts *tasks) close() {
 	ts.mu.Lock()
-	ts.closed = true
-	for _, t := range ts.order {
-		t.cancel()
+	if !ts.closed {
+		close(ts.stop)
 	}
+	ts.closed, ts.draining = true, true
+	own, st := ts.own, ts.ownStore
+	ts.own = nil
 	ts.mu.Unlock()
-	ts.runs.Wait()
+	ts.watchers.Wait()
+	if own != nil {
+		own.Close()
+		st.Close()
+	}
+}
+
+// Drain makes the server refuse new tasks (the internal error), while
+// the running ones go on; Wait then waits for them. Calls that are not
+// tasks are served as before.
+func (s *Server) Drain() {
+	s.tasks.mu.Lock()
+	s.tasks.draining = true
+	own := s.tasks.own
+	s.tasks.mu.Unlock()
+	if own != nil {
+		own.Drain()
+	}
+}
+
+// Wait waits for the running tasks' calls to end, or for ctx. Call Drain
+// first, so that no task starts meanwhile. With Options.Jobs, the
+// engine's owner waits for its jobs.
+func (s *Server) Wait(ctx context.Context) error {
+	s.tasks.mu.Lock()
+	own := s.tasks.own
+	s.tasks.mu.Unlock()
+	if own == nil {
+		return nil
+	}
+	return own.Wait(ctx)
+}
+
+// TaskDone returns a channel closed when the task id's call has ended
+// (its result is then recorded); closed at once when this server runs
+// no such call.
+func (s *Server) TaskDone(id string) <-chan struct{} {
+	if e, err := s.engine(); err == nil {
+		if ch := e.Done(s.taskTenant(), id); ch != nil {
+			return ch
+		}
+	}
+	ch := make(chan struct{})
+	close(ch)
+	return ch
 }
 
 // invalidParams is the JSON-RPC error for a request about a task that
@@ -160,19 +248,114 @@ func invalidParams(format string, a ...any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, a...)}
 }
 
-// lookup returns the session's task named by p.
-func (ts *tasks) lookup(ss *sdk.ServerSession, p *taskParams) (*task, error) {
-	if p == nil || p.TaskID == "" {
-		return nil, invalidParams("the params hold no taskId")
+// startError is the JSON-RPC error of a task the engine would not start.
+func startError(err error) error {
+	if errors.Is(err, jobs.ErrDraining) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is shutting down: it takes no new task"}
 	}
-	id := p.TaskID
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	ts.sweep(time.Now())
-	if t, ok := ts.byID[id]; ok && t.session == ss {
-		return t, nil
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task cannot be started: " + err.Error()}
+}
+
+// startJob starts a task's call as a job of origin, once the origin's
+// quota (MaxSessionTasks; MaxTasks in all on the server's own engine)
+// has room.
+func (s *Server) startJob(ctx context.Context, origin, tool string, args json.RawMessage) (*jobs.Engine, store.Job, error) {
+	s.tasks.mu.Lock()
+	draining := s.tasks.draining
+	s.tasks.mu.Unlock()
+	e, err := s.engine()
+	if draining || err != nil {
+		return nil, store.Job{}, startError(cmpErr(err, jobs.ErrDraining))
 	}
-	return nil, invalidParams("no task %q (unknown, or its ttl has passed)", id)
+	tenant := s.taskTenant()
+	n, err := e.Count(ctx, tenant, origin, MaxSessionTasks)
+	if err == nil && n >= MaxSessionTasks {
+		err = fmt.Errorf("too many tasks: this session holds %d, its limit; tasks are kept for %s after they end", n, e.TTL())
+	}
+	if err == nil && s.jobs == nil {
+		if n, err = e.Count(ctx, tenant, "", MaxTasks); err == nil && n >= MaxTasks {
+			err = fmt.Errorf("too many tasks: the server holds %d, its limit; tasks are kept for %s after they end", n, e.TTL())
+		}
+	}
+	if err != nil {
+		return nil, store.Job{}, startError(err)
+	}
+	j, err := e.Start(ctx, tenant, jobs.Request{Tool: tool, Args: args, Origin: origin})
+	if err != nil {
+		return nil, store.Job{}, startError(err)
+	}
+	return e, j, nil
+}
+
+// cmpErr is err, or def when err is nil.
+func cmpErr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
+}
+
+// taskState is a job as a task: its status, message and, once ended,
+// the result the call would have answered, tied to the task by _meta.
+func taskState(j store.Job) (status, message string, res *sdk.CallToolResult) {
+	var env abi.Envelope
+	switch {
+	case j.Result != nil:
+		env = *j.Result
+	case j.Error != nil:
+		env = abi.Failure(j.Tool, abi.Errorf(abi.CodeMayHaveRun, "%s", j.Error.Message))
+	case j.Status == store.JobQueued:
+		return TaskWorking, "the call waits for one of the tenant's places", nil
+	case j.CancelRequested:
+		return TaskWorking, "the call is running; its cancel was asked", nil
+	default:
+		return TaskWorking, "the call is running", nil
+	}
+	res = resultOf(wire.Name(j.Tool), env)
+	res.Meta = maps.Clone(res.Meta)
+	if res.Meta == nil {
+		res.Meta = sdk.Meta{}
+	}
+	res.Meta[metaRelatedTask] = map[string]string{"taskId": j.ID}
+	switch {
+	case env.Error == nil:
+		return TaskCompleted, "the call succeeded", res
+	case env.Error.Code == abi.CodeCancelled:
+		return TaskCancelled, "the call was cancelled", res
+	}
+	message = "the call failed"
+	if tc, ok := res.Content[0].(*sdk.TextContent); ok {
+		message = tc.Text
+	}
+	return TaskFailed, message, res
+}
+
+// taskInfoOf is j as a task on the wire.
+func (s *Server) taskInfoOf(e *jobs.Engine, j store.Job) taskInfo {
+	status, message, _ := taskState(j)
+	return taskInfo{TaskID: j.ID, Status: status, StatusMessage: message,
+		CreatedAt: j.Created.Format(time.RFC3339Nano), LastUpdatedAt: j.Updated.Format(time.RFC3339Nano),
+		TTL: e.TTL().Milliseconds(), PollInterval: TaskPoll.Milliseconds()}
+}
+
+// taskJob returns the job of the task id of origin: another session's,
+// another tenant's, an unknown or a forgotten task is not found alike.
+func (s *Server) taskJob(ctx context.Context, origin, id string) (*jobs.Engine, store.Job, error) {
+	if id == "" {
+		return nil, store.Job{}, invalidParams("the params hold no taskId")
+	}
+	e, err := s.engine()
+	if err != nil {
+		return nil, store.Job{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	j, err := e.Get(ctx, s.taskTenant(), id)
+	if errors.Is(err, jobs.ErrNotFound) || (err == nil && (origin == "" || j.Origin != origin)) {
+		return nil, store.Job{}, invalidParams("no task %q (unknown, or its ttl has passed)", id)
+	}
+	if err != nil {
+		return nil, store.Job{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	return e, j, nil
 }
 
 // taskCallParams are the params of a task-augmented tools/call.
@@ -243,233 +426,162 @@ func (r listToolsResult) MarshalJSON() ([]byte, error) {
 
 // serveTasks adds the task methods to s's SDK server.
 func (s *Server) serveTasks() {
+	s.tasks.sessions, s.tasks.stop = map[*sdk.ServerSession]string{}, make(chan struct{})
 	must := func(err error) {
 		if err != nil {
 			panic(err) // only a name clash with a standard method fails, fixed at build time
 		}
 	}
 	must(sdk.AddReceivingCustomMethod(s.srv, callAsTask, s.startTask))
-	must(sdk.AddReceivingCustomMethod(s.srv, "tasks/get", func(_ context.Context, ss *sdk.ServerSession, p *taskParams) (*taskResult, error) {
-		t, err := s.tasks.lookup(ss, p)
+	must(sdk.AddReceivingCustomMethod(s.srv, "tasks/get", func(ctx context.Context, ss *sdk.ServerSession, p *taskParams) (*taskResult, error) {
+		e, j, err := s.taskJob(ctx, s.origin(ss, false), p.id())
 		if err != nil {
 			return nil, err
 		}
-		s.tasks.mu.Lock()
-		defer s.tasks.mu.Unlock()
-		return &taskResult{taskInfo: t.info()}, nil
+		return &taskResult{taskInfo: s.taskInfoOf(e, j)}, nil
 	}))
 	must(sdk.AddReceivingCustomMethod(s.srv, "tasks/result", s.taskResult))
 	must(sdk.AddReceivingCustomMethod(s.srv, "tasks/list", s.listTasks))
 	must(sdk.AddReceivingCustomMethod(s.srv, "tasks/cancel", s.cancelTask))
 }
 
-// startTask records a task, starts its call and answers at once.
+// id is the task ID of p ("" without params).
+func (p *taskParams) id() string {
+	if p == nil {
+		return ""
+	}
+	return p.TaskID
+}
+
+// startTask starts the call as a job and answers with its task at once.
+// A progressToken gets a notification at each change of the job.
 func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCallParams) (*createTaskResult, error) {
 	if p == nil {
 		return nil, invalidParams("a tools/call needs params")
 	}
 	s.mu.Lock()
-	id, ok := s.ids[p.Name]
+	tool, ok := s.ids[p.Name]
 	s.mu.Unlock()
 	if !ok {
 		return nil, invalidParams("unknown tool %q", p.Name)
 	}
-	ttl := DefaultTaskTTL
-	if p.Task.TTL != nil {
-		ttl = min(max(time.Duration(*p.Task.TTL)*time.Millisecond, time.Second), MaxTaskTTL)
-	}
-	now := time.Now().UTC()
-	ts := &s.tasks
-	ts.mu.Lock()
-	ts.sweep(now)
-	if ts.closed || ts.draining {
-		ts.mu.Unlock()
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is shutting down: it takes no new task"}
-	}
-	if n := ts.open[ss]; n >= MaxSessionTasks || len(ts.order) >= MaxTasks {
-		ts.mu.Unlock()
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("too many tasks: this session holds %d (its limit is %d), the server %d (its limit is %d); tasks are kept until their ttl passes",
-				n, MaxSessionTasks, len(ts.order), MaxTasks)}
-	}
-	req := &sdk.CallToolRequest{Session: ss, Params: &sdk.CallToolParamsRaw{Meta: p.Meta, Name: p.Name, Arguments: p.Arguments}}
-	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	taskID, stop, run, err := s.taskCall(ctx, cancel, id, p.Arguments, "mcp:"+ss.ID(), func(ctx context.Context) abi.Envelope { return s.call(ctx, req, id) })
+	e, j, err := s.startJob(ctx, s.origin(ss, true), tool, p.Arguments)
 	if err != nil {
-		ts.mu.Unlock()
-		cancel()
 		return nil, err
 	}
-	t := &task{id: taskID, session: ss, created: now, ttl: ttl, cancel: stop, done: make(chan struct{}),
-		status: TaskWorking, message: "the call is running", updated: now}
-	ts.byID[t.id] = t
-	ts.order = append(ts.order, t)
-	if ts.open[ss]++; ts.open[ss] == 1 {
-		go ts.endSession(ss)
+	if token := p.Meta["progressToken"]; token != nil {
+		s.notifyProgress(e, ss, j.ID, token)
 	}
-	info := t.info()
-	ts.runs.Add(1)
-	ts.mu.Unlock()
-
-	go func() {
-		defer ts.runs.Done()
-		defer cancel()
-		env := run(cctx)
-		res := resultOf(p.Name, env)
-		res.Meta = maps.Clone(res.Meta)
-		if res.Meta == nil {
-			res.Meta = sdk.Meta{}
-		}
-		res.Meta[metaRelatedTask] = map[string]string{"taskId": t.id}
-		ts.mu.Lock()
-		t.result, t.updated = res, time.Now().UTC()
-		if t.status == TaskWorking {
-			t.status, t.message = TaskCompleted, "the call succeeded"
-			if env.Error != nil && env.Error.Code == abi.CodeCancelled {
-				t.status, t.message = TaskCancelled, "the call was cancelled"
-			} else if res.IsError {
-				t.status, t.message = TaskFailed, "the call failed"
-				if len(res.Content) > 0 {
-					if tc, ok := res.Content[0].(*sdk.TextContent); ok {
-						t.message = tc.Text
-					}
-				}
-			}
-		}
-		ts.mu.Unlock()
-		close(t.done)
-	}()
-	return &createTaskResult{Task: info}, nil
+	return &createTaskResult{Task: s.taskInfoOf(e, j)}, nil
 }
 
-// cancelByID cancels the running task id, whichever session made it, and
-// waits for its call to end (ctx bounds the wait); it reports whether
-// there was such a task.
-func (s *Server) cancelByID(ctx context.Context, id string) bool {
-	ts := &s.tasks
-	ts.mu.Lock()
-	t, ok := ts.byID[id]
-	if !ok || t.terminal() {
-		ts.mu.Unlock()
-		return false
+// notifyProgress sends a progress notification for token at each change
+// of the task id's job, from the engine's events, until it ends (or the
+// server closes).
+func (s *Server) notifyProgress(e *jobs.Engine, ss *sdk.ServerSession, id string, token any) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ev, err := e.Events(ctx, s.taskTenant(), id)
+	if err != nil {
+		cancel()
+		return
 	}
-	t.status, t.message, t.updated = TaskCancelled, "the task was cancelled by request", time.Now().UTC()
-	ts.mu.Unlock()
-	t.cancel()
-	select {
-	case <-t.done:
-	case <-ctx.Done():
-	}
-	return true
-}
-
-// Drain makes the server refuse new tasks (the internal error), while
-// the running ones go on; Wait then waits for them. Calls that are not
-// tasks are served as before.
-func (s *Server) Drain() {
 	s.tasks.mu.Lock()
-	s.tasks.draining = true
+	if s.tasks.closed {
+		s.tasks.mu.Unlock()
+		cancel()
+		return
+	}
+	s.tasks.watchers.Add(1)
 	s.tasks.mu.Unlock()
-}
-
-// Wait waits for the running tasks' calls to end, or for ctx. Call Drain
-// first, so that no task starts meanwhile.
-func (s *Server) Wait(ctx context.Context) error {
-	done := make(chan struct{})
 	go func() {
-		s.tasks.runs.Wait()
-		close(done)
+		defer s.tasks.watchers.Done()
+		defer cancel()
+		go func() {
+			select {
+			case <-s.tasks.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		for j := range ev {
+			status, message, _ := taskState(j)
+			p := 0.0
+			if j.Ended() {
+				p = 1
+			}
+			_ = ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: 1, Message: status + ": " + message,
+				Meta: sdk.Meta{metaRelatedTask: map[string]string{"taskId": id}}})
+		}
 	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// TaskDone returns a channel closed when the task id's call has ended
-// (its result is then recorded), or nil when the server runs no such
-// task.
-func (s *Server) TaskDone(id string) <-chan struct{} {
-	s.tasks.mu.Lock()
-	defer s.tasks.mu.Unlock()
-	if t, ok := s.tasks.byID[id]; ok {
-		return t.done
-	}
-	return nil
 }
 
 // taskResult waits for the task to end and answers what the call would
 // have answered, tied to the task by _meta.
 func (s *Server) taskResult(ctx context.Context, ss *sdk.ServerSession, p *taskParams) (*sdk.CallToolResult, error) {
-	t, err := s.tasks.lookup(ss, p)
+	e, j, err := s.taskJob(ctx, s.origin(ss, false), p.id())
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case <-t.done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if j, err = e.WaitJob(ctx, s.taskTenant(), j.ID); err != nil {
+		return nil, err
 	}
-	s.tasks.mu.Lock()
-	defer s.tasks.mu.Unlock()
-	return t.result, nil
+	_, _, res := taskState(j)
+	return res, nil
 }
 
 // listTasks pages through the session's tasks, oldest first; the cursor
 // is the ID of the last task of the page before.
-func (s *Server) listTasks(_ context.Context, ss *sdk.ServerSession, p *listTasksParams) (*listTasksResult, error) {
-	ts := &s.tasks
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	ts.sweep(time.Now())
+func (s *Server) listTasks(ctx context.Context, ss *sdk.ServerSession, p *listTasksParams) (*listTasksResult, error) {
+	res := &listTasksResult{Tasks: []taskInfo{}}
+	origin := s.origin(ss, false)
 	cursor := ""
 	if p != nil {
 		cursor = p.Cursor
 	}
-	started := cursor == ""
-	if !started {
-		if t, ok := ts.byID[cursor]; !ok || t.session != ss {
+	if cursor != "" {
+		if _, _, err := s.taskJob(ctx, origin, cursor); err != nil {
 			return nil, invalidParams("the cursor %q is not one this server gave", cursor)
 		}
 	}
-	res := &listTasksResult{Tasks: []taskInfo{}}
-	for _, t := range ts.order {
-		if t.session != ss {
-			continue
-		}
-		if !started {
-			started = t.id == cursor
-			continue
-		}
-		if len(res.Tasks) == taskPage {
-			res.NextCursor = res.Tasks[len(res.Tasks)-1].TaskID
-			break
-		}
-		res.Tasks = append(res.Tasks, t.info())
+	if origin == "" {
+		return res, nil
+	}
+	e, err := s.engine()
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	page, err := e.List(ctx, s.taskTenant(), jobs.ListOptions{Origin: origin, After: cursor, Limit: taskPage})
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	for _, j := range page {
+		res.Tasks = append(res.Tasks, s.taskInfoOf(e, j))
+	}
+	if len(page) == taskPage {
+		res.NextCursor = page[len(page)-1].ID
 	}
 	return res, nil
 }
 
 // cancelTask stops a running task's call (the guest is stopped) and
-// answers the task, cancelled.
+// answers the task once it has ended. A task that has ended is refused
+// with invalid params, as the revision requires, its final state in the
+// error's data: the cancel changes nothing.
 func (s *Server) cancelTask(ctx context.Context, ss *sdk.ServerSession, p *taskParams) (*taskResult, error) {
-	t, err := s.tasks.lookup(ss, p)
+	e, j, err := s.taskJob(ctx, s.origin(ss, false), p.id())
 	if err != nil {
 		return nil, err
 	}
-	if !s.cancelByID(ctx, t.id) {
-		s.tasks.mu.Lock()
-		defer s.tasks.mu.Unlock()
-		return nil, invalidParams("the task %q has ended (%s); it cannot be cancelled", t.id, t.status)
+	if !j.Ended() {
+		if j, err = e.Cancel(ctx, s.taskTenant(), j.ID); err != nil {
+			return nil, err
+		}
+		return &taskResult{taskInfo: s.taskInfoOf(e, j)}, nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.tasks.mu.Lock()
-	defer s.tasks.mu.Unlock()
-	return &taskResult{taskInfo: t.info()}, nil
+	info := s.taskInfoOf(e, j)
+	data, _ := json.Marshal(info)
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Data: data,
+		Message: fmt.Sprintf("the task %q has ended (%s); it cannot be cancelled", j.ID, info.Status)}
 }
 
 // advertised is res with the tasks capability added to initialize (and
@@ -648,48 +760,4 @@ func (c taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		return nil, err
 	}
 	return taskCall(msg), nil
-}
-
-// taskCall prepares a task's call. With Options.Jobs it starts the call
-// as a job of the tenant (its limits and budget hold; the task's ID is
-// the job's) and run waits for the job's one final answer, while stop
-// cancels the job. Without, the call runs in process under a random ID:
-// run makes it, and stop is cancel. The caller holds tasks.mu.
-func (s *Server) taskCall(ctx context.Context, cancel context.CancelFunc, tool string, args json.RawMessage, origin string,
-	local func(context.Context) abi.Envelope) (id string, stop func(), run func(context.Context) abi.Envelope, err error) {
-	if s.jobs == nil {
-		return newTaskID(), cancel, local, nil
-	}
-	j, err := s.jobs.Start(ctx, s.tenant, jobs.Request{Tool: tool, Args: args, Origin: origin})
-	if err != nil {
-		return "", nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task cannot be started: " + err.Error()}
-	}
-	id = j.ID
-	stop = func() {
-		go func() {
-			if _, err := s.jobs.Cancel(context.Background(), s.tenant, id); err != nil {
-				s.log.Error("cancelling a task's job", "task", id, "error", err)
-			}
-		}()
-	}
-	run = func(ctx context.Context) abi.Envelope {
-		j, err := s.jobs.WaitJob(ctx, s.tenant, id)
-		switch {
-		case err != nil:
-			return abi.Failure(tool, abi.Errorf(abi.CodeInternal, "the task's job cannot be read: %s", err.Error()))
-		case j.Result != nil:
-			return *j.Result
-		case j.Error != nil:
-			return abi.Failure(tool, abi.Errorf(abi.CodeInternal, "%s: %s", j.Error.Code, j.Error.Message).WithDetails(map[string]any{"job": j.Error.Code}))
-		}
-		return abi.Failure(tool, abi.Errorf(abi.CodeInternal, "the task's job ended without an answer"))
-	}
-	return id, stop, run, nil
-}
-
-// newTaskID is a random task ID.
-func newTaskID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -123,7 +123,7 @@ func testTasks(t *testing.T, send, other session) {
 		var created struct{ Task taskOf }
 		ok(t, call(t, "tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s,"task":{"ttl":60000}}`, tool, args)), &created)
 		tk := created.Task
-		if tk.TaskID == "" || tk.Status != "working" || tk.TTL != 60000 || tk.PollInterval <= 0 {
+		if tk.TaskID == "" || tk.Status != "working" || tk.TTL != mcp.DefaultTaskTTL.Milliseconds() || tk.PollInterval <= 0 {
 			t.Fatalf("created %+v", tk)
 		}
 		if _, err := time.Parse(time.RFC3339, tk.CreatedAt); err != nil {
@@ -179,7 +179,7 @@ func testTasks(t *testing.T, send, other session) {
 	if res := result(t, echo); res.IsError || string(res.StructuredContent) != `{"a":1}` {
 		t.Errorf("echo result %+v", res)
 	}
-	if got := get(t, echo); got.Status != "completed" || got.TTL != 60000 {
+	if got := get(t, echo); got.Status != "completed" || got.TTL != mcp.DefaultTaskTTL.Milliseconds() {
 		t.Errorf("echo task %+v", got)
 	}
 

@@ -167,6 +167,13 @@ func (s *Server) Drain() {
 	}
 }
 
+// Interrupt stops the calls still running once the drain timeout has
+// passed: a synchronous call answers its client MAY_HAVE_RUN, a job ends
+// interrupted (MAY_HAVE_RUN) — never a CANCELLED that would say the call
+// did not run. Give the handlers a moment to answer (a second
+// http.Server.Shutdown) before the process exits.
+func (s *Server) Interrupt() { s.jobs.Interrupt() }
+
 // Wait waits for agent runs, jobs and MCP tasks in progress to end, or
 // ctx.
 func (s *Server) Wait(ctx context.Context) error {
