@@ -88,6 +88,8 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) (result abi
 	if rc != nil {
 		defer func() { h.receiptEnd(ctx, t, rc, result) }()
 	}
+	rp := replayStart(rc) // what a replay needs (replay.go); nil without receipts
+	defer rp.done(rc, &result)
 	input, aerr := arguments(t, args)
 	rc.setInput(input)
 	if aerr != nil {
@@ -126,6 +128,7 @@ func (h *Host) call(ctx context.Context, t *manifest.Tool, args any) (result abi
 	}
 	start := time.Now()
 	res, err := h.run(ctx, p, runner.Request{Input: input, Logger: log, Env: callEnv})
+	rp.set(p.grant, res.Recorded)
 	prog.settle(&res)
 	red := h.redact(p.grant.Env, callEnv, &res)
 	if ctx.Err() != nil && (err != nil || res.Err != nil) && !(res.Err != nil && res.Err.Code == abi.CodeTimeout && time.Since(start) >= p.grant.Limits.Timeout && p.grant.Limits.Timeout > 0) {
