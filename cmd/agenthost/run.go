@@ -16,6 +16,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/policy"
+	"github.com/agenthost/agenthost/host/receipt"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -89,6 +90,7 @@ type env struct {
 	tenant    string
 	workspace string
 	tracer    trace.Tracer
+	receipts  receipt.Sink // serve's receipt recorder (receipts.go)
 	storePath string
 	// set holds the flags given on the command line (a profile's values
 	// yield to them).
@@ -102,6 +104,7 @@ func commands() []command {
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
 		runCommand(), schemaCommand(), mcpCommand(), mcpImportCommand(), serveCommand(), workerCommand(), testCommand(), newCommand(), buildCommand(), cacheCommand(),
 		packCommand(), signCommand(), verifyCommand(), pushCommand(), pullCommand(), versionCommand(),
+		receiptsCommand(),
 	}
 }
 
@@ -357,7 +360,7 @@ func (e *env) newHost(ctx context.Context, tools ...host.Tool) (*host.Host, erro
 		}
 	}
 	h, err := host.New(ctx, host.Options{Dirs: dirs, Policy: p, Logger: e.log, CacheDir: e.cacheDir, OnFailure: host.OnFailure(e.onFailure), Tools: tools,
-		Credentials: e.issuer, Tenant: e.tenant, Tracer: e.tracer, Protected: e.protected})
+		Credentials: e.issuer, Tenant: e.tenant, Tracer: e.tracer, Protected: e.protected, Receipts: e.receipts})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}

@@ -44,6 +44,7 @@ type serveFlags struct {
 	profiles                                         multiFlag
 	noAuth                                           bool
 	nats                                             natsFlags
+	receipt                                          receiptFlags
 }
 
 func serveCommand() command {
@@ -63,6 +64,7 @@ func serveCommand() command {
 			s.nats.register(fs, "run tool calls on workers (agenthost worker) over the NATS JetStream server at `URL` instead of in this process")
 			fs.DurationVar(&s.drain, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long the calls, runs and jobs in progress may go on to finish (nothing new starts); past it the jobs still running are stopped and answer MAY_HAVE_RUN")
 			fs.BoolVar(&s.noAuth, "no-auth", false, "take every request without a token, as the one tenant with every scope (loopback only: for local clients that cannot send a token, such as the MCP conformance suite)")
+			s.receipt.register(fs)
 			fs.Var(&s.profiles, "profiles", "a `DIR` of agent profiles (*.profile.json, agent_profile.json) for the tenant without --auth (repeatable)")
 		},
 		run: runServe,
@@ -123,6 +125,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	// Every call of every tenant yields a receipt in the history; the
+	// recorder closes after the hosts (deferred later, run earlier).
+	stopReceipts, err := e.startReceipts(st, s.receipt)
+	if err != nil {
+		return err
+	}
+	defer stopReceipts()
 	var auth *serve.Authenticator
 	var token string
 	if s.otlpSample <= 0 || s.otlpSample > 1 {
@@ -150,7 +159,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		e.issuer = iss
 	}
-	e.protected = []string{s.auth, s.credKey}
+	e.protected = []string{s.auth, s.credKey, s.receipt.key}
 	tenants, hosts, af, err := e.buildTenants(ctx, root, s.auth, s.profiles)
 	defer func() {
 		for _, h := range hosts {
@@ -355,6 +364,9 @@ func (e *env) buildTenants(ctx context.Context, root, authPath string, profiles 
 	}
 	if e.serve.store == "" {
 		files = append(files, serverFile{filepath.Join(data, "agenthost.db"), "the history database"})
+	}
+	if e.serve.receipt.key != "" {
+		files = append(files, serverFile{e.serve.receipt.key, "the receipt signing key"})
 	}
 	if authPath == "" {
 		if err := add("default", e.policy, profiles); err != nil {

@@ -47,6 +47,11 @@ type RecorderOptions struct {
 	// Batch caps the receipts written in one transaction (DefaultBatch
 	// when 0).
 	Batch int
+	// Linger is how long the writer waits for more receipts to fill a
+	// batch before it writes a short one (DefaultLinger when 0; negative:
+	// no wait). One transaction per batch, not per call, is what keeps
+	// the database's cost per receipt low.
+	Linger time.Duration
 	// SendTimeout is how long Record waits for room in a full queue
 	// before the receipt is counted lost (DefaultSendTimeout when 0).
 	SendTimeout time.Duration
@@ -63,6 +68,7 @@ const (
 	DefaultQueue        = 4096
 	DefaultBatch        = 256
 	DefaultSendTimeout  = 30 * time.Second
+	DefaultLinger       = 5 * time.Millisecond
 )
 
 // ErrClosed is a Record after Close.
@@ -123,6 +129,9 @@ func NewRecorder(store Store, opts RecorderOptions) *Recorder {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Linger == 0 {
+		opts.Linger = DefaultLinger
 	}
 	log := opts.Logger
 	if log == nil {
@@ -245,6 +254,12 @@ func (rec *Recorder) loop() {
 			}
 		}
 		take(it)
+		var linger <-chan time.Time
+		var timer *time.Timer
+		if rec.opts.Linger > 0 && len(flushes) == 0 {
+			timer = time.NewTimer(rec.opts.Linger)
+			linger = timer.C
+		}
 	fill:
 		for len(batch) < rec.opts.Batch && len(flushes) == 0 {
 			select {
@@ -253,9 +268,24 @@ func (rec *Recorder) loop() {
 					break fill
 				}
 				take(it)
+				continue
 			default:
+			}
+			if linger == nil {
+				break
+			}
+			select {
+			case it, ok = <-rec.queue:
+				if !ok {
+					break fill
+				}
+				take(it)
+			case <-linger:
 				break fill
 			}
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 		err := rec.write(batch)
 		batch = batch[:0]

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"iter"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/agenthost/agenthost/host/cache"
+	"github.com/agenthost/agenthost/host/receipt"
+	"github.com/agenthost/agenthost/host/store"
+	"github.com/agenthost/agenthost/host/toolpack"
+)
+
+// receiptsFlags are the flags of `receipts`.
+type receiptsFlags struct {
+	data, store, tenant, allowed, sigDir string
+	since                                uint64
+}
+
+func receiptsCommand() command {
+	var f receiptsFlags
+	return command{
+		name: "receipts", usage: "receipts verify|export [--data DIR | --store URL] [--tenant T] [--allowed-signers FILE] [--since SEQ] [--signatures DIR] [--json]",
+		summary: "check the hash chains of call receipts end to end (exit 1 names the first bad link), or export them as JSON lines",
+		flags: func(fs *flag.FlagSet, e *env) {
+			fs.StringVar(&f.data, "data", "", "the `DIR` of the SQLite history database (default <cache>/serve)")
+			fs.StringVar(&f.store, "store", "", "a PostgreSQL `URL` (postgres://…) holding the history (instead of --data)")
+			fs.StringVar(&f.tenant, "tenant", "", "only the chain of `TENANT` (default: every tenant's)")
+			fs.StringVar(&f.allowed, "allowed-signers", "", "verify: signatures must be by a key of this allowed-signers `FILE` (ssh-keygen's format) allowed for the namespace agenthost-receipts; without it any key's valid signature counts, named by its fingerprint")
+			fs.Uint64Var(&f.since, "since", 0, "export: the receipts from sequence number `SEQ` on")
+			fs.StringVar(&f.sigDir, "signatures", "", "export: also write each head signature's signed message and signature to `DIR` (TENANT.SEQ.msg and .sig) for ssh-keygen -Y verify")
+			fs.BoolVar(&e.asJSON, "json", false, "verify: print one JSON report per tenant")
+		},
+		run: func(ctx context.Context, e *env, args []string) error { return runReceipts(ctx, e, &f, args) },
+	}
+}
+
+func runReceipts(ctx context.Context, e *env, f *receiptsFlags, args []string) error {
+	if len(args) != 1 || (args[0] != "verify" && args[0] != "export") {
+		return usageError{"receipts takes one subcommand: verify or export"}
+	}
+	if args[0] == "verify" && (f.since != 0 || f.sigDir != "") {
+		return usageError{"receipts verify checks whole chains: --since and --signatures are export's"}
+	}
+	if args[0] == "export" && f.allowed != "" {
+		return usageError{"--allowed-signers is verify's"}
+	}
+	var trust receipt.Trust
+	if f.allowed != "" {
+		signers, err := toolpack.ReadAllowedSigners(f.allowed)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		trust = allowedTrust(signers)
+	}
+	st, err := openHistory(ctx, e, f.data, f.store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tenants := []string{f.tenant}
+	if f.tenant == "" {
+		if tenants, err = st.ReceiptTenants(ctx); err != nil {
+			return err
+		}
+	}
+	if args[0] == "export" {
+		return exportReceipts(ctx, e, st, f, tenants)
+	}
+	return verifyReceipts(ctx, e, st, tenants, trust)
+}
+
+// openHistory opens the history a serve wrote: --store's PostgreSQL, or
+// the SQLite file of --data (default <cache>/serve), which must exist.
+func openHistory(ctx context.Context, e *env, data, dsn string) (*store.Store, error) {
+	switch {
+	case dsn != "" && data != "":
+		return nil, usageError{"give --store or --data, not both"}
+	case dsn != "" && !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://"):
+		return nil, usageError{"--store takes a postgres:// URL (SQLite is --data DIR)"}
+	case dsn == "":
+		if data == "" {
+			root, err := cache.Resolve(e.cacheDir)
+			if err != nil {
+				return nil, usageError{err.Error()}
+			}
+			data = filepath.Join(root, "serve")
+		}
+		dsn = filepath.Join(data, "agenthost.db")
+		if _, err := os.Stat(dsn); err != nil {
+			// Opening would create an empty database.
+			return nil, usageError{fmt.Sprintf("no history at %s: %v", dsn, err)}
+		}
+	}
+	return store.Open(ctx, dsn)
+}
+
+// allowedTrust accepts a key of the allowed signers that is allowed for
+// the receipts namespace now (namespaces, valid-after, valid-before as
+// ssh-keygen reads them).
+func allowedTrust(signers []toolpack.Signer) receipt.Trust {
+	return func(key ssh.PublicKey) (string, error) {
+		now := time.Now()
+		for _, s := range signers {
+			if string(s.Key.Marshal()) != string(key.Marshal()) {
+				continue
+			}
+			switch {
+			case len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, receipt.Namespace):
+				return "", fmt.Errorf("the allowed signers allow it only for %s", strings.Join(s.Namespaces, ","))
+			case !s.ValidAfter.IsZero() && now.Before(s.ValidAfter):
+				return "", fmt.Errorf("valid only after %s", s.ValidAfter.Format(time.RFC3339))
+			case !s.ValidBefore.IsZero() && !now.Before(s.ValidBefore):
+				return "", fmt.Errorf("expired at %s", s.ValidBefore.Format(time.RFC3339))
+			}
+			return s.Principals[0], nil
+		}
+		return "", errors.New("not in the allowed signers")
+	}
+}
+
+func verifyReceipts(ctx context.Context, e *env, st *store.Store, tenants []string, trust receipt.Trust) error {
+	if len(tenants) == 0 {
+		fmt.Fprintln(e.stdout, "no receipts")
+		return nil
+	}
+	bad := false
+	for _, t := range tenants {
+		rep, err := st.VerifyReceipts(ctx, t, trust)
+		if err != nil {
+			return err
+		}
+		bad = bad || rep.Break != nil
+		if e.asJSON {
+			b, _ := json.Marshal(rep)
+			fmt.Fprintln(e.stdout, string(b))
+			continue
+		}
+		fmt.Fprintln(e.stdout, escapeText(describeReport(rep)))
+	}
+	if bad {
+		return exitError{1}
+	}
+	return nil
+}
+
+// describeReport is one tenant's verdict in a line.
+func describeReport(rep receipt.Report) string {
+	if b := rep.Break; b != nil {
+		return fmt.Sprintf("tenant %s: BROKEN at receipt %d: %s: %s (%d receipts good before it)", rep.Tenant, b.Seq, b.Kind, b.Detail, rep.Receipts)
+	}
+	if rep.Receipts == 0 {
+		return fmt.Sprintf("tenant %s: no receipts", rep.Tenant)
+	}
+	s := fmt.Sprintf("tenant %s: %d receipts, chain whole, head %s", rep.Tenant, rep.Receipts, rep.Head)
+	switch {
+	case rep.Signed == 0:
+		return s + "; UNSIGNED (the hashes prove the chain is consistent, not who wrote it nor that it was not cut short)"
+	case rep.Signed < rep.Receipts:
+		return s + fmt.Sprintf("; signed up to %d by %s (%d signatures), the last %d unsigned", rep.Signed, strings.Join(rep.Signers, ", "), rep.Signatures, rep.Receipts-rep.Signed)
+	}
+	return s + fmt.Sprintf("; signed to the end by %s (%d signatures)", strings.Join(rep.Signers, ", "), rep.Signatures)
+}
+
+// exportLine is one line of an export: a receipt (with its arguments and
+// recorded inputs) or a head signature.
+type exportLine struct {
+	Receipt   *receipt.Receipt   `json:"receipt,omitempty"`
+	Signature *receipt.Signature `json:"signature,omitempty"`
+}
+
+// exportReceipts writes each tenant's receipts from --since on, each
+// signature after the receipt it covers, one JSON line each, reading a
+// page at a time.
+func exportReceipts(ctx context.Context, e *env, st *store.Store, f *receiptsFlags, tenants []string) error {
+	w := bufio.NewWriter(e.stdout)
+	defer w.Flush()
+	enc := json.NewEncoder(w)
+	if f.sigDir != "" {
+		if err := os.MkdirAll(f.sigDir, 0o755); err != nil {
+			return usageError{err.Error()}
+		}
+	}
+	writeSig := func(s *receipt.Signature) error {
+		if err := enc.Encode(exportLine{Signature: s}); err != nil {
+			return err
+		}
+		if f.sigDir == "" {
+			return nil
+		}
+		base := filepath.Join(f.sigDir, fmt.Sprintf("%s.%d", url.PathEscape(s.Tenant), s.Seq))
+		if err := os.WriteFile(base+".msg", s.Message(), 0o644); err != nil {
+			return err
+		}
+		return os.WriteFile(base+".sig", []byte(s.Signature), 0o644)
+	}
+	for _, t := range tenants {
+		sigs := st.ReceiptSignatures(ctx, t, f.since)
+		nextSig, stop := iter.Pull2(sigs)
+		sig, serr, sok := nextSig()
+		for r, err := range st.Receipts(ctx, t, f.since) {
+			if err != nil {
+				stop()
+				return err
+			}
+			if err := enc.Encode(exportLine{Receipt: r}); err != nil {
+				stop()
+				return err
+			}
+			for sok && (serr != nil || sig.Seq <= r.Seq) {
+				if serr != nil {
+					stop()
+					return serr
+				}
+				if err := writeSig(sig); err != nil {
+					stop()
+					return err
+				}
+				sig, serr, sok = nextSig()
+			}
+		}
+		// Signatures past the chain's end (a cut-short chain) too.
+		for sok {
+			if serr != nil {
+				stop()
+				return serr
+			}
+			if err := writeSig(sig); err != nil {
+				stop()
+				return err
+			}
+			sig, serr, sok = nextSig()
+		}
+		stop()
+	}
+	return w.Flush()
+}
+
+// receiptFlags are serve's receipt flags.
+type receiptFlags struct {
+	key      string
+	every    int
+	interval time.Duration
+}
+
+func (r *receiptFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&r.key, "receipt-key", "", "sign the receipt chains' heads with this SSH private key `FILE` (unencrypted OpenSSH; namespace agenthost-receipts); without it the chains are unsigned")
+	fs.IntVar(&r.every, "receipt-sign-every", receipt.DefaultSignEvery, "sign a tenant's chain head after `N` new receipts (and every --receipt-sign-interval, and at shutdown)")
+	fs.DurationVar(&r.interval, "receipt-sign-interval", receipt.DefaultSignInterval, "sign the heads with unsigned receipts this often")
+}
+
+// startReceipts starts serve's receipt recorder on its history store: every
+// call of every tenant's host yields a receipt there. The returned stop
+// writes what is queued and signs the heads; it runs after the hosts
+// close.
+func (e *env) startReceipts(st *store.Store, r receiptFlags) (func(), error) {
+	if r.every <= 0 || r.interval <= 0 {
+		return nil, usageError{"--receipt-sign-every and --receipt-sign-interval must be above 0"}
+	}
+	opts := receipt.RecorderOptions{SignEvery: r.every, SignInterval: r.interval, Logger: e.log.Named("receipts")}
+	if r.key != "" {
+		b, err := os.ReadFile(r.key)
+		if err != nil {
+			return nil, usageError{"--receipt-key: " + err.Error()}
+		}
+		signer, err := ssh.ParsePrivateKey(b)
+		if err != nil {
+			var pe *ssh.PassphraseMissingError
+			if errors.As(err, &pe) {
+				return nil, usageError{fmt.Sprintf("--receipt-key %s is protected by a passphrase; serve signs unattended, so give it a key of its own without one", r.key)}
+			}
+			return nil, usageError{fmt.Sprintf("--receipt-key %s: %v", r.key, err)}
+		}
+		opts.Signer = signer
+	}
+	rec := receipt.NewRecorder(st, opts)
+	e.receipts = rec
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := rec.Close(ctx); err != nil {
+			e.log.Error("receipts", "error", err)
+		}
+	}, nil
+}
