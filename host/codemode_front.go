@@ -123,8 +123,15 @@ func (h *Host) RunCode(ctx context.Context, raw json.RawMessage, scope CodeScope
 		e := nestedError(nestedName)
 		details := map[string]any{"nested": true}
 		if d, ok := env.Error.Details.(map[string]any); ok {
-			if steps, ok := d["steps"]; ok {
-				details["steps"] = steps
+			if steps, ok := d["steps"].([]stepSummary); ok {
+				fixed := make([]stepSummary, len(steps))
+				for i, st := range steps {
+					if nested(st.Tool) && st.Code != "" {
+						st.Code = abi.CodePermissionDenied
+					}
+					fixed[i] = st
+				}
+				details["steps"] = fixed
 			}
 		}
 		env.Error = e.WithDetails(details)

@@ -17,7 +17,7 @@ import (
 
 // codeModeHost is a host over the code, fs and core toolpacks with a
 // small workspace and tight limits for the programs (an endless
-// JavaScript loop ends at 3 s, a Starlark one at its step budget), every
+// JavaScript loop ends at 5 s, a Starlark one at its step budget), every
 // tool warmed so that the programs run on the compiled tier.
 func codeModeHost(t testing.TB) *host.Host {
 	t.Helper()
@@ -36,7 +36,7 @@ tools:
     limits: {max: {memoryMb: 64}}
   "code:js":
     config: {maxCalls: "10"}
-    limits: {max: {timeoutMs: 3000}}
+    limits: {max: {timeoutMs: 5000}}
 `)
 	h := hosttest.NewHost(t, p, filepath.Join(tp, "code"), filepath.Join(tp, "fs"), filepath.Join(tp, "core"))
 	h.Warm(context.Background(), host.WarmOptions{})
@@ -131,10 +131,10 @@ func TestCodeModeBadPrograms(t *testing.T) {
 		{name: "starlark syntax error", lang: "starlark", code: "x = 1\nresult = (1 +", want: abi.CodeInvalidArguments, text: []string{"line 2, column"}},
 		{name: "js throw", lang: "js", code: "throw new Error('boom')", want: abi.CodeToolError, text: []string{"boom"}},
 		{name: "starlark fail", lang: "starlark", code: "fail('boom')", want: abi.CodeToolError, text: []string{"boom"}},
-		{name: "js endless loop", lang: "js", code: "for (;;) {}", want: abi.CodeTimeout, text: []string{"3000 ms"}},
+		{name: "js endless loop", lang: "js", code: "for (;;) {}", want: abi.CodeTimeout, text: []string{"5000 ms"}},
 		{name: "starlark endless loop", lang: "starlark", code: "while True:\n    pass", want: abi.CodeFuelExhausted, text: []string{"endless loop"}},
-		{name: "js huge result", lang: "js", code: "return 'x'.repeat(4 << 20)", want: abi.CodeOutputLimit},
-		{name: "starlark huge result", lang: "starlark", code: "result = 'x' * (4 << 20)", want: abi.CodeOutputLimit},
+		{name: "js huge result", lang: "js", code: "return 'x'.repeat(3 << 19)", want: abi.CodeOutputLimit},
+		{name: "starlark huge result", lang: "starlark", code: "result = 'x' * (3 << 19)", want: abi.CodeOutputLimit},
 		{name: "js recursion into run_code", lang: "js", code: "return await call('run_code', {code: 'return 1'})", want: abi.CodePermissionDenied, text: []string{"cannot call run_code", "do not nest"}, inner: 1},
 		{name: "js recursion into a code tool", lang: "js", code: "return await tools.code.js({code: 'return 1'})", want: abi.CodePermissionDenied, text: []string{"cannot call code:js", "do not nest"}, inner: 1},
 		{name: "starlark recursion into run_code", lang: "starlark", code: "result = call('run_code', code = 'result = 1')", want: abi.CodePermissionDenied, text: []string{"cannot call run_code"}, inner: 1},
@@ -162,6 +162,9 @@ func TestCodeModeBadPrograms(t *testing.T) {
 			}
 			if tc.inner > 0 && res.Steps[0].Error.Code != tc.want {
 				t.Fatalf("the nested call's step %+v", res.Steps[0])
+			}
+			if d, _ := run.Error.Details.(map[string]any); tc.want == abi.CodePermissionDenied && d["nested"] != true {
+				t.Fatalf("a nested program without details.nested: %+v", run.Error)
 			}
 			msgs := p.Requests[1].Messages
 			obs := msgs[len(msgs)-1].Content

@@ -31,7 +31,7 @@ tools:
   "code:starlark":
     config: {maxSteps: "200000"}
   "code:js":
-    limits: {max: {timeoutMs: 3000}}
+    limits: {max: {timeoutMs: 5000}}
 `)
 	h := hosttest.NewHost(t, p, filepath.Join(tp, "code"), filepath.Join(tp, "fs"), filepath.Join(tp, "core"))
 	h.Warm(context.Background(), host.WarmOptions{})
@@ -102,7 +102,7 @@ func TestCodeModeTypeScriptClient(t *testing.T) {
 	want := map[string]struct{ code, text string }{
 		"syntax":       {"INVALID_ARGUMENTS", "line 2"},
 		"throws":       {"TOOL_ERROR", "boom"},
-		"loop":         {"TIMEOUT", "3000 ms"},
+		"loop":         {"TIMEOUT", "5000 ms"},
 		"huge":         {"OUTPUT_LIMIT", ""},
 		"nested":       {"PERMISSION_DENIED", "cannot call run_code"},
 		"starlarkLoop": {"FUEL_EXHAUSTED", "endless loop"},

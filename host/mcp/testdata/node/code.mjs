@@ -24,7 +24,7 @@ for (const [name, args] of Object.entries({
   syntax: { code: "let x = 1;\nreturn (1 +;" },
   throws: { code: "throw new Error('boom')" },
   loop: { code: "for (;;) {}" },
-  huge: { code: "return 'x'.repeat(4 << 20)" },
+  huge: { code: "return 'x'.repeat(3 << 19)" },
   nested: { code: "return await call('run_code', {code: 'return 1'})" },
   starlarkLoop: { language: "starlark", code: "while True:\n    pass" },
   language: { code: "1", language: "cobol" },
