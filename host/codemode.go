@@ -128,14 +128,11 @@ func (prog *program) call(base, gctx context.Context, name string, args []byte) 
 	start := time.Now()
 	env := prog.inner(ctx, name, args)
 	env = finish(env, start)
-	answer := map[string]any{"envelope": env}
+	obs := ""
 	if env.Error != nil {
-		answer["observation"] = observation.Error(env.ToolID, env.Error)
+		obs = observation.Error(env.ToolID, env.Error)
 	}
-	b, err := json.Marshal(answer)
-	if err != nil {
-		b, _ = json.Marshal(map[string]any{"envelope": abi.Failure(env.ToolID, abi.Errorf(abi.CodeInternal, "encode the envelope: %s", err.Error()))})
-	}
+	b := wasm.Answer(env, obs)
 	s := stepSummary{Tool: env.ToolID, Status: string(env.Status)}
 	if env.Error != nil {
 		s.Code = env.Error.Code
@@ -176,7 +173,7 @@ func (prog *program) search(args []byte) ([]byte, *abi.Error) {
 		}
 		env.Output, _ = json.Marshal(map[string]any{"tools": found})
 	}
-	b, _ := json.Marshal(map[string]any{"envelope": env})
+	b := wasm.Answer(env, "")
 	prog.bytes += int64(len(b))
 	if prog.bytes > prog.maxBytes {
 		return nil, prog.stop(abi.CodeOutputLimit, "callOutputBytes", fmt.Sprintf("the program's tool calls and searches returned more than %d bytes in all, its budget (maxCallOutputBytes)", prog.maxBytes))

@@ -122,14 +122,45 @@ func Run(in Input, call toolcall.Caller) (Output, error) {
 type program struct {
 	vm        *goja.Runtime
 	call      toolcall.Caller
+	stringify goja.Callable // JSON.stringify as the program started
+	// names holds tools.<ns> and tools.<ns>.<name> once made, so a loop
+	// does not build a function per call; at most maxNames.
+	names     map[string]goja.Value
 	calls     int
 	log       []string
 	logBytes  int
 	truncated bool
 }
 
-// globals sets tools, call and console.
+// maxNames bounds program.names: a program that makes up names
+// (tools.x[name]) gets a fresh value past it.
+const maxNames = 256
+
+// named returns the cached value of key ("n", "t" or "s" for a
+// namespace, a tool or the search, a NUL, the name), or makes and
+// caches it.
+func (p *program) named(key string, make func() goja.Value) goja.Value {
+	if v, ok := p.names[key]; ok {
+		return v
+	}
+	v := make()
+	if len(p.names) < maxNames {
+		if p.names == nil {
+			p.names = map[string]goja.Value{}
+		}
+		p.names[key] = v
+	}
+	return v
+}
+
+// globals sets tools, call and console, and takes JSON.stringify before
+// the program can replace it (arguments cross the import as JSON
+// whatever the program does to its JSON object).
 func (p *program) globals() error {
+	var ok bool
+	if p.stringify, ok = goja.AssertFunction(p.vm.Get("JSON").ToObject(p.vm).Get("stringify")); !ok {
+		return errors.New("JSON.stringify is missing")
+	}
 	console := p.vm.NewObject()
 	for _, name := range []string{"log", "info", "warn", "error", "debug"} {
 		if err := console.Set(name, p.print); err != nil {
@@ -214,8 +245,7 @@ func (p *program) toJSON(v goja.Value) (json.RawMessage, error) {
 	if v == nil || goja.IsUndefined(v) {
 		return json.RawMessage("null"), nil
 	}
-	stringify, _ := goja.AssertFunction(p.vm.Get("JSON").ToObject(p.vm).Get("stringify"))
-	s, err := stringify(goja.Undefined(), v)
+	s, err := p.stringify(goja.Undefined(), v)
 	if err != nil {
 		return nil, err
 	}
@@ -314,14 +344,17 @@ type namespace struct {
 }
 
 func (n *namespace) Get(key string) goja.Value {
+	p := n.p
 	if n.ns == "" && key == "search" {
-		return n.p.vm.ToValue(n.p.search)
+		return p.named("s\x00", func() goja.Value { return p.vm.ToValue(p.search) })
 	}
 	if n.ns == "" {
-		return n.p.vm.NewDynamicObject(&namespace{p: n.p, ns: key})
+		return p.named("n\x00"+key, func() goja.Value { return p.vm.NewDynamicObject(&namespace{p: p, ns: key}) })
 	}
 	id := n.ns + ":" + key
-	return n.p.vm.ToValue(func(c goja.FunctionCall) goja.Value { return n.p.invoke(id, c.Argument(0)) })
+	return p.named("t\x00"+id, func() goja.Value {
+		return p.vm.ToValue(func(c goja.FunctionCall) goja.Value { return p.invoke(id, c.Argument(0)) })
+	})
 }
 func (n *namespace) Set(string, goja.Value) bool { return false }
 func (n *namespace) Has(string) bool             { return true }

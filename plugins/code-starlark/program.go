@@ -115,7 +115,10 @@ func Run(in Input, o Options) (Output, error) {
 
 // program is one run's state.
 type program struct {
-	call      toolcall.Caller
+	call toolcall.Caller
+	// names holds tools.<ns> and tools.<ns>.<name> once made, so a loop
+	// does not build a builtin per call; at most maxNames.
+	names     map[string]starlark.Value
 	calls     int
 	log       []string
 	logBytes  int
@@ -297,14 +300,41 @@ func (n *namespace) Truth() starlark.Bool  { return starlark.True }
 func (n *namespace) Hash() (uint32, error) { return 0, errors.New("tools is not hashable") }
 func (n *namespace) AttrNames() []string   { return nil }
 
+// maxNames bounds program.names: a program that makes up names
+// (getattr(tools.x, name)) gets a fresh value past it.
+const maxNames = 256
+
+// named returns the cached value of key ("n", "t" or "s" for a
+// namespace, a tool or the search, a NUL, the name), or makes and
+// caches it.
+func (p *program) named(key string, make func() starlark.Value) starlark.Value {
+	if v, ok := p.names[key]; ok {
+		return v
+	}
+	v := make()
+	if len(p.names) < maxNames {
+		if p.names == nil {
+			p.names = map[string]starlark.Value{}
+		}
+		p.names[key] = v
+	}
+	return v
+}
+
 // Attr implements starlark.HasAttrs.
 func (n *namespace) Attr(name string) (starlark.Value, error) {
+	p := n.p
 	if n.ns == "" && name == "search" {
-		return starlark.NewBuiltin("tools.search", n.p.search), nil
+		return p.named("s\x00", func() starlark.Value { return starlark.NewBuiltin("tools.search", p.search) }), nil
 	}
 	if n.ns == "" {
-		return &namespace{p: n.p, ns: name}, nil
+		return p.named("n\x00"+name, func() starlark.Value { return &namespace{p: p, ns: name} }), nil
 	}
+	return p.named("t\x00"+n.ns+":"+name, func() starlark.Value { return n.tool(name) }), nil
+}
+
+// tool is the builtin tools.<ns>.<name>.
+func (n *namespace) tool(name string) starlark.Value {
 	id := n.ns + ":" + name
 	return starlark.NewBuiltin("tools."+n.ns+"."+name, func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		if len(args) > 1 {
@@ -315,7 +345,7 @@ func (n *namespace) Attr(name string) (starlark.Value, error) {
 			dict = args[0]
 		}
 		return n.p.invoke(thread, id, dict, kwargs)
-	}), nil
+	})
 }
 
 // toJSON encodes v with the json module's encoder, which refuses

@@ -24,11 +24,11 @@ const (
 	//	call(tool, toolLen, args, argsLen, out, outCap i32) i64
 	//
 	// It runs the tool named by the bytes tool[:toolLen] with the JSON
-	// arguments args[:argsLen] and returns the length n of its answer. If
-	// n <= outCap the answer is in out[:n]; otherwise nothing is written
-	// and the runner keeps the answer for the next call with toolLen 0,
-	// which must pass a buffer of at least n bytes (the guest grows its
-	// buffer once, without running the tool twice).
+	// arguments args[:argsLen] and returns the length n of its answer
+	// (see Answer). If n <= outCap the answer is in out[:n]; otherwise
+	// nothing is written and the runner keeps the answer for the next
+	// call with toolLen 0, which must pass a buffer of at least n bytes
+	// (the guest grows its buffer once, without running the tool twice).
 	ToolModule = "agenthost_tools"
 	ToolFunc   = "call"
 	// maxToolName caps the tool name a guest passes.
@@ -80,15 +80,55 @@ func toolStopOf(err error) *abi.Error {
 }
 
 // noCaller is the answer of a guest run without a ToolCaller.
-var noCaller = mustAnswer(abi.Failure("", abi.Errorf(abi.CodePermissionDenied, "this call cannot call tools: the host runs inner calls only for a code tool it calls itself")))
+var noCaller = Answer(abi.Failure("", abi.Errorf(abi.CodePermissionDenied, "this call cannot call tools: the host runs inner calls only for a code tool it calls itself")), "")
 
-// mustAnswer encodes a fixed answer (a toolcall.Response).
-func mustAnswer(env abi.Envelope) []byte {
-	b, err := json.Marshal(map[string]any{"envelope": env})
-	if err != nil {
+// Answer kinds: the first byte of an answer.
+const (
+	// AnswerOutput is a successful call: the rest of the answer is the
+	// tool's output JSON, as is ("null" for none).
+	AnswerOutput = 'S'
+	// AnswerFailure is a failed call: the rest is the JSON object
+	// {"toolId", "code", "message", "observation"} (FailureAnswer).
+	AnswerFailure = 'F'
+)
+
+// FailureAnswer is what follows AnswerFailure.
+type FailureAnswer struct {
+	ToolID  string   `json:"toolId"`
+	Code    abi.Code `json:"code"`
+	Message string   `json:"message"`
+	// Observation is the text the model would read for this failure.
+	Observation string `json:"observation"`
+}
+
+// Answer encodes an inner call's envelope as the import's answer: what a
+// program can use of it, its output or its failure. A successful answer
+// is the output's bytes behind one kind byte, so the guest hands them to
+// its interpreter's JSON decoder at once instead of first decoding an
+// envelope around them (inside WASM, decoding the envelope cost more than
+// the rest of the guest's share of an inner call). The envelope itself
+// (logs, usage, duration) stays with the host, which records it as the
+// call's step.
+func Answer(env abi.Envelope, observation string) []byte {
+	if env.Error == nil && env.Status != abi.StatusFailure {
+		out := env.Output
+		if len(out) == 0 {
+			out = json.RawMessage("null")
+		}
+		b := make([]byte, 1+len(out))
+		b[0] = AnswerOutput
+		copy(b[1:], out)
+		return b
+	}
+	f := FailureAnswer{ToolID: env.ToolID, Code: abi.CodeToolError, Observation: observation}
+	if env.Error != nil {
+		f.Code, f.Message = env.Error.Code, env.Error.Message
+	}
+	b, err := json.Marshal(f)
+	if err != nil { // strings and a code only: cannot fail
 		panic(err)
 	}
-	return b
+	return append([]byte{AnswerFailure}, b...)
 }
 
 // newToolModule instantiates the import's host module in rt.

@@ -8,6 +8,7 @@ package toolcall
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/agenthost/agenthost/abi"
@@ -65,11 +66,29 @@ func (r Response) Result(tool string) (json.RawMessage, error) {
 	return env.Output, nil
 }
 
-// decode reads the host's answer.
+// decode reads the host's answer (host/runner/wasm Answer): the kind
+// byte 'S' and the tool's output JSON, or 'F' and the failure as JSON.
+// b is the shared answer buffer: the output is copied out of it.
 func decode(b []byte) (Response, error) {
-	var r Response
-	if err := json.Unmarshal(b, &r); err != nil {
-		return Response{}, fmt.Errorf("agenthost_tools.call answered with bad JSON: %w", err)
+	if len(b) == 0 {
+		return Response{}, errors.New("agenthost_tools.call answered with nothing")
 	}
-	return r, nil
+	switch b[0] {
+	case 'S':
+		out := make(json.RawMessage, len(b)-1)
+		copy(out, b[1:])
+		return Response{Envelope: abi.Envelope{Status: abi.StatusSuccess, Output: out}}, nil
+	case 'F':
+		var f struct {
+			ToolID      string   `json:"toolId"`
+			Code        abi.Code `json:"code"`
+			Message     string   `json:"message"`
+			Observation string   `json:"observation"`
+		}
+		if err := json.Unmarshal(b[1:], &f); err != nil {
+			return Response{}, fmt.Errorf("agenthost_tools.call answered with a bad failure: %w", err)
+		}
+		return Response{Envelope: abi.Failure(f.ToolID, abi.Errorf(f.Code, "%s", f.Message)), Observation: f.Observation}, nil
+	}
+	return Response{}, fmt.Errorf("agenthost_tools.call answered with the unknown kind %q", b[0])
 }

@@ -1,11 +1,5 @@
 package toolcall
 
-import (
-	"encoding/json"
-
-	"github.com/agenthost/agenthost/abi"
-)
-
 // Headroom is the free heap a code-mode guest keeps in its start-up
 // snapshot (ReserveHeap). The host reuses a pooled instance only while
 // its memory has not grown, and a program that needs more pages than the
@@ -30,12 +24,8 @@ func ReserveHeap(n int) {
 }
 
 // Echo is a Caller that answers every call with its arguments as the
-// output, for warming an interpreter at start-up without a host.
-func Echo(tool string, args []byte) (Response, error) {
-	b, err := json.Marshal(Response{Envelope: abi.Envelope{ToolID: tool, Status: abi.StatusSuccess, Output: json.RawMessage(args)}})
-	if err != nil {
-		return Response{}, err
-	}
-	// Through the same decoding as a host answer, so its state is built.
-	return decode(b)
+// output, through the same decoding as a host's answer, for warming an
+// interpreter at start-up without a host.
+func Echo(_ string, args []byte) (Response, error) {
+	return decode(append([]byte{'S'}, args...))
 }
