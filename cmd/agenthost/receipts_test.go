@@ -7,11 +7,15 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -173,5 +177,52 @@ func TestReceiptKey(t *testing.T) {
 		if _, err := e.startReceipts(nil, f); err == nil {
 			t.Errorf("%+v: started", f)
 		}
+	}
+}
+
+// TestServeReceipts starts a real `agenthost serve` with a receipt key,
+// makes calls (one refused), stops it with SIGTERM, and verifies that
+// every call left a receipt in a chain signed to its end.
+func TestServeReceipts(t *testing.T) {
+	_, key, allowed := receiptHistory(t, 0)
+	bin := filepath.Join(t.TempDir(), "agenthost")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	toolpacks, _ := filepath.Abs("../../toolpacks")
+	data := filepath.Join(t.TempDir(), "data")
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--dir", toolpacks, "--data", data, "--receipt-key", key, "--log-level", "error")
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	base, token := serveBanner(t, bufio.NewScanner(stderr))
+	go io.Copy(io.Discard, stderr)
+	for _, body := range []string{`{"n":1}`, `{"n":2}`, `not json`, `{"n":3}`} {
+		req, _ := http.NewRequest("POST", base+"/v1/tools/core:echo/call", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve exited with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	code, out, errOut := runCLI("receipts", "verify", "--data", data, "--allowed-signers", allowed)
+	if code != 0 || !strings.Contains(out, "tenant default: 3 receipts, chain whole") || !strings.Contains(out, "signed to the end by ops@example.com") {
+		t.Fatalf("verify: exit %d\n%s%s", code, out, errOut)
 	}
 }
