@@ -44,13 +44,24 @@ type nextCall struct {
 type codeTask struct {
 	name   string
 	prompt string
-	// native decides the native model's next call, or its answer, from
-	// the outputs of the calls made so far.
-	native func(r []M) (*nextCall, any)
+	// native decides the native model's next calls (every call known to
+	// be needed next, in order: the sequential model sends the first,
+	// the parallel one all of them), or its answer, from the outputs of
+	// the calls made so far.
+	native func(r []M) ([]nextCall, any)
 }
 
 // taskTools are the tools both modes may use.
 var taskTools = []string{"core:echo", "data:csv-to-json", "fs:list", "fs:read", "hash:digest", "json:query", "text:regex", "text:stats"}
+
+// each is one call of tool per path, under prefix.
+func each(tool, prefix string, paths []string) []nextCall {
+	out := make([]nextCall, len(paths))
+	for i, p := range paths {
+		out[i] = nextCall{tool, M{"path": prefix + p}}
+	}
+	return out
+}
 
 func files(r M, suffix string) []string {
 	var out []string
@@ -91,13 +102,13 @@ func record(r M) M {
 
 var codeTasks = []codeTask{
 	{name: "sales-totals", prompt: "Total amount_cents per region over every CSV in sales/.",
-		native: func(r []M) (*nextCall, any) {
+		native: func(r []M) ([]nextCall, any) {
 			if len(r) == 0 {
-				return &nextCall{"fs:list", M{"path": "sales"}}, nil
+				return []nextCall{{"fs:list", M{"path": "sales"}}}, nil
 			}
 			fs := files(r[0], ".csv")
 			if n := len(r) - 1; n < len(fs) {
-				return &nextCall{"data:csv-to-json", M{"path": "sales/" + fs[n]}}, nil
+				return each("data:csv-to-json", "sales/", fs[n:]), nil
 			}
 			tot := map[string]int{}
 			for _, x := range r[1:] {
@@ -108,7 +119,7 @@ var codeTasks = []codeTask{
 			return nil, tot
 		}},
 	{name: "lookup-chain", prompt: "Start at chain/start.json and follow each record's next until it is null: how many records, the sum of their values, the last file's name.",
-		native: func(r []M) (*nextCall, any) {
+		native: func(r []M) ([]nextCall, any) {
 			names := []string{"start.json"}
 			sum := 0
 			for _, x := range r {
@@ -119,18 +130,18 @@ var codeTasks = []codeTask{
 				}
 			}
 			if len(r) < len(names) {
-				return &nextCall{"fs:read", M{"path": "chain/" + names[len(r)]}}, nil
+				return []nextCall{{"fs:read", M{"path": "chain/" + names[len(r)]}}}, nil
 			}
 			return nil, M{"steps": len(r), "sum": sum, "last": names[len(names)-1]}
 		}},
 	{name: "error-lines", prompt: "Count the ERROR lines per service over the log tree logs/<service>/*.log.",
-		native: func(r []M) (*nextCall, any) {
+		native: func(r []M) ([]nextCall, any) {
 			if len(r) == 0 {
-				return &nextCall{"fs:list", M{"path": "logs", "recursive": true}}, nil
+				return []nextCall{{"fs:list", M{"path": "logs", "recursive": true}}}, nil
 			}
 			fs := files(r[0], ".log")
 			if n := len(r) - 1; n < len(fs) {
-				return &nextCall{"fs:read", M{"path": "logs/" + fs[n]}}, nil
+				return each("fs:read", "logs/", fs[n:]), nil
 			}
 			counts := map[string]int{}
 			for i, x := range r[1:] {
@@ -140,16 +151,16 @@ var codeTasks = []codeTask{
 			return nil, counts
 		}},
 	{name: "customer-join", prompt: "Join orders/*.csv to customers.csv: total amount_cents per customer country.",
-		native: func(r []M) (*nextCall, any) {
+		native: func(r []M) ([]nextCall, any) {
 			switch len(r) {
 			case 0:
-				return &nextCall{"data:csv-to-json", M{"path": "customers.csv"}}, nil
+				return []nextCall{{"data:csv-to-json", M{"path": "customers.csv"}}, {"fs:list", M{"path": "orders"}}}, nil
 			case 1:
-				return &nextCall{"fs:list", M{"path": "orders"}}, nil
+				return []nextCall{{"fs:list", M{"path": "orders"}}}, nil
 			}
 			fs := files(r[1], ".csv")
 			if n := len(r) - 2; n < len(fs) {
-				return &nextCall{"data:csv-to-json", M{"path": "orders/" + fs[n]}}, nil
+				return each("data:csv-to-json", "orders/", fs[n:]), nil
 			}
 			country := map[string]string{}
 			for _, c := range rows(r[0]) {
@@ -164,13 +175,13 @@ var codeTasks = []codeTask{
 			return nil, tot
 		}},
 	{name: "notes-deadline", prompt: "Which notes in notes/ mention a deadline? Their titles (sorted) and their word count in all (text:stats).",
-		native: func(r []M) (*nextCall, any) {
+		native: func(r []M) ([]nextCall, any) {
 			if len(r) == 0 {
-				return &nextCall{"fs:list", M{"path": "notes"}}, nil
+				return []nextCall{{"fs:list", M{"path": "notes"}}}, nil
 			}
 			fs := files(r[0], ".md")
 			if n := len(r) - 1; n < len(fs) {
-				return &nextCall{"fs:read", M{"path": "notes/" + fs[n]}}, nil
+				return each("fs:read", "notes/", fs[n:]), nil
 			}
 			var hits []string
 			for _, x := range r[1 : 1+len(fs)] {
@@ -180,7 +191,11 @@ var codeTasks = []codeTask{
 			}
 			stats := r[1+len(fs):]
 			if len(stats) < len(hits) {
-				return &nextCall{"text:stats", M{"text": hits[len(stats)]}}, nil
+				var calls []nextCall
+				for _, h := range hits[len(stats):] {
+					calls = append(calls, nextCall{"text:stats", M{"text": h}})
+				}
+				return calls, nil
 			}
 			titles := []string{}
 			words := 0
@@ -193,9 +208,9 @@ var codeTasks = []codeTask{
 			return nil, M{"titles": titles, "words": words}
 		}},
 	{name: "manifest-verify", prompt: "Check each file listed in release/manifest.json against its SHA-256: which do not match?",
-		native: func(r []M) (*nextCall, any) {
+		native: func(r []M) ([]nextCall, any) {
 			if len(r) == 0 {
-				return &nextCall{"fs:read", M{"path": "release/manifest.json"}}, nil
+				return []nextCall{{"fs:read", M{"path": "release/manifest.json"}}}, nil
 			}
 			want := record(r[0])["files"].(M)
 			var names []string
@@ -204,7 +219,7 @@ var codeTasks = []codeTask{
 			}
 			sort.Strings(names)
 			if n := len(r) - 1; n < len(names) {
-				return &nextCall{"hash:digest", M{"path": "release/" + names[n]}}, nil
+				return each("hash:digest", "release/", names[n:]), nil
 			}
 			bad := []string{}
 			for i, x := range r[1:] {
@@ -215,13 +230,13 @@ var codeTasks = []codeTask{
 			return nil, M{"mismatched": bad, "checked": len(names)}
 		}},
 	{name: "stock-reorder", prompt: "Which SKUs in stock/ are below their reorder_at, and what does refilling them to twice reorder_at cost (unit_cents)?",
-		native: func(r []M) (*nextCall, any) {
+		native: func(r []M) ([]nextCall, any) {
 			if len(r) == 0 {
-				return &nextCall{"fs:list", M{"path": "stock"}}, nil
+				return []nextCall{{"fs:list", M{"path": "stock"}}}, nil
 			}
 			fs := files(r[0], ".json")
 			if n := len(r) - 1; n < len(fs) {
-				return &nextCall{"fs:read", M{"path": "stock/" + fs[n]}}, nil
+				return each("fs:read", "stock/", fs[n:]), nil
 			}
 			low := []string{}
 			cost := 0
@@ -236,7 +251,7 @@ var codeTasks = []codeTask{
 			return nil, M{"reorder": low, "cost_cents": cost}
 		}},
 	{name: "dependency-closure", prompt: "List every package that pkgs/app.json depends on, directly or transitively (each pkgs/<name>.json has deps).",
-		native: func(r []M) (*nextCall, any) {
+		native: func(r []M) ([]nextCall, any) {
 			// The same walk as a person would do: a stack of packages to
 			// read, each read once.
 			seen := map[string]bool{}
@@ -245,7 +260,7 @@ var codeTasks = []codeTask{
 				p := todo[len(todo)-1]
 				todo = todo[:len(todo)-1]
 				if i == len(r) {
-					return &nextCall{"fs:read", M{"path": "pkgs/" + p + ".json"}}, nil
+					return []nextCall{{"fs:read", M{"path": "pkgs/" + p + ".json"}}}, nil
 				}
 				for _, d := range record(r[i])["deps"].([]any) {
 					if !seen[d.(string)] {
@@ -262,21 +277,25 @@ var codeTasks = []codeTask{
 			return nil, M{"deps": deps, "count": len(deps)}
 		}},
 	{name: "word-census", prompt: "Count the words of each text in texts/ with text:stats: the total, the longest text and the words per text.",
-		native: func(r []M) (*nextCall, any) {
+		native: func(r []M) ([]nextCall, any) {
 			if len(r) == 0 {
-				return &nextCall{"fs:list", M{"path": "texts"}}, nil
+				return []nextCall{{"fs:list", M{"path": "texts"}}}, nil
 			}
 			fs := files(r[0], ".txt")
-			if n := len(r) - 1; n < 2*len(fs) {
-				if n%2 == 0 {
-					return &nextCall{"fs:read", M{"path": "texts/" + fs[n/2]}}, nil
+			if n := len(r) - 1; n < len(fs) {
+				return each("fs:read", "texts/", fs[n:]), nil
+			}
+			if n := len(r) - 1 - len(fs); n < len(fs) {
+				var calls []nextCall
+				for _, x := range r[1+n : 1+len(fs)] {
+					calls = append(calls, nextCall{"text:stats", M{"text": x["content"]}})
 				}
-				return &nextCall{"text:stats", M{"text": r[n]["content"]}}, nil
+				return calls, nil
 			}
 			words := M{}
 			total, longest, most := 0, "", -1
 			for i, f := range fs {
-				w := num(r[2+2*i]["words"])
+				w := num(r[1+len(fs)+i]["words"])
 				words[f] = w
 				total += w
 				if w > most {
@@ -288,10 +307,12 @@ var codeTasks = []codeTask{
 }
 
 // nativeModel plays a task's native script: each turn is computed from
-// the tool results in the conversation.
+// the tool results in the conversation. It makes one call per turn, or
+// with parallel every call it knows it needs next in one turn.
 type nativeModel struct {
-	task codeTask
-	n    int
+	task     codeTask
+	parallel bool
+	n        int
 }
 
 func (m *nativeModel) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
@@ -307,13 +328,20 @@ func (m *nativeModel) Complete(_ context.Context, req llm.Request) (llm.Response
 		r = append(r, out)
 	}
 	next, answer := m.task.native(r)
-	if next == nil {
+	if len(next) == 0 {
 		b, _ := json.Marshal(answer)
 		return llm.Response{Content: string(b)}, nil
 	}
-	m.n++
-	args, _ := json.Marshal(next.args)
-	return llm.Response{ToolCalls: []llm.ToolCall{{ID: fmt.Sprintf("n%d", m.n), Name: wire.Name(next.tool), Arguments: string(args)}}}, nil
+	if !m.parallel {
+		next = next[:1]
+	}
+	var resp llm.Response
+	for _, c := range next {
+		m.n++
+		args, _ := json.Marshal(c.args)
+		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: fmt.Sprintf("n%d", m.n), Name: wire.Name(c.tool), Arguments: string(args)})
+	}
+	return resp, nil
 }
 
 // codeModel sends the task's program, then answers with its result.
@@ -420,12 +448,18 @@ type taskRun struct {
 	wall          time.Duration
 }
 
+// modeParallel is native mode with a model that sends every call it
+// knows it needs next in one turn.
+const modeParallel = "native-parallel"
+
 func runTask(t testing.TB, h *host.Host, task codeTask, mode string) taskRun {
 	t.Helper()
 	m := &metered{enc: tokenizer(t)}
-	if mode == agent.ModeNative {
-		m.p = &nativeModel{task: task}
-	} else {
+	switch mode {
+	case agent.ModeNative, modeParallel:
+		m.p = &nativeModel{task: task, parallel: mode == modeParallel}
+		mode = agent.ModeNative
+	default:
 		code, lang := program(t, task.name)
 		m.p = &codeModel{code: code, lang: lang}
 	}
@@ -502,13 +536,14 @@ func TestCodeTasks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every task in two modes")
 	}
-	var nat, code taskRun
+	var nat, par, code taskRun
 	langs := map[string]bool{}
 	var table strings.Builder
-	table.WriteString("| task | language | tool calls | native: turns, tokens, bytes, ms | code: turns, tokens, bytes, ms | tokens saved |\n|---|---|---|---|---|---|\n")
+	table.WriteString("| task | language | tool calls | native: turns, tokens | native, parallel calls: turns, tokens | code: turns, tokens | tokens saved against native, parallel |\n|---|---|---|---|---|---|---|\n")
 	for _, task := range codeTasks {
 		h := taskHost(t, task.name)
 		n := runTask(t, h, task, agent.ModeNative)
+		p := runTask(t, h, task, modeParallel)
 		c := runTask(t, h, task, agent.ModeCode)
 		_, lang := program(t, task.name)
 		langs[lang] = true
@@ -518,20 +553,22 @@ func TestCodeTasks(t *testing.T) {
 		if c.calls != n.calls {
 			t.Errorf("%s: the program made %d calls, native mode %d", task.name, c.calls, n.calls)
 		}
-		if canonical(n.answer) == "" || canonical(n.answer) != canonical(c.answer) {
-			t.Errorf("%s: native answered %s, code %s", task.name, n.answer, c.answer)
+		if canonical(n.answer) == "" || canonical(n.answer) != canonical(c.answer) || canonical(p.answer) != canonical(c.answer) || p.calls != n.calls {
+			t.Errorf("%s: native answered %s, with parallel calls %s (%d calls), code %s", task.name, n.answer, p.answer, p.calls, c.answer)
 		}
 		if !matchesExpected(t, task.name, n.answer) || !matchesExpected(t, task.name, c.answer) {
 			t.Errorf("%s: an answer differs from expected.json: native %s, code %s", task.name, n.answer, c.answer)
 		}
-		fmt.Fprintf(&table, "| %s | %s | %d | %d, %d, %d, %d | %d, %d, %d, %d | %.1f %% |\n", task.name, lang, n.calls,
-			n.turns, n.tokens, n.bytes, n.wall.Milliseconds(), c.turns, c.tokens, c.bytes, c.wall.Milliseconds(), 100*(1-float64(c.tokens)/float64(n.tokens)))
-		nat.tokens, nat.bytes, nat.turns, nat.calls, nat.wall = nat.tokens+n.tokens, nat.bytes+n.bytes, nat.turns+n.turns, nat.calls+n.calls, nat.wall+n.wall
-		code.tokens, code.bytes, code.turns, code.calls, code.wall = code.tokens+c.tokens, code.bytes+c.bytes, code.turns+c.turns, code.calls+c.calls, code.wall+c.wall
+		fmt.Fprintf(&table, "| %s | %s | %d | %d, %d | %d, %d | %d, %d | %.1f %%, %.1f %% |\n", task.name, lang, n.calls,
+			n.turns, n.tokens, p.turns, p.tokens, c.turns, c.tokens, 100*(1-float64(c.tokens)/float64(n.tokens)), 100*(1-float64(c.tokens)/float64(p.tokens)))
+		for _, x := range []struct{ sum, r *taskRun }{{&nat, &n}, {&par, &p}, {&code, &c}} {
+			x.sum.tokens, x.sum.bytes, x.sum.turns, x.sum.calls = x.sum.tokens+x.r.tokens, x.sum.bytes+x.r.bytes, x.sum.turns+x.r.turns, x.sum.calls+x.r.calls
+		}
 	}
 	saved := 1 - float64(code.tokens)/float64(nat.tokens)
-	fmt.Fprintf(&table, "| total | | %d | %d, %d, %d, %d | %d, %d, %d, %d | %.1f %% |\n", nat.calls, nat.turns, nat.tokens, nat.bytes, nat.wall.Milliseconds(),
-		code.turns, code.tokens, code.bytes, code.wall.Milliseconds(), 100*saved)
+	savedPar := 1 - float64(code.tokens)/float64(par.tokens)
+	fmt.Fprintf(&table, "| total | | %d | %d, %d | %d, %d | %d, %d | %.1f %%, %.1f %% |\n", nat.calls, nat.turns, nat.tokens, par.turns, par.tokens,
+		code.turns, code.tokens, 100*saved, 100*savedPar)
 	t.Log("\n" + table.String())
 	if !langs["js"] || !langs["starlark"] {
 		t.Errorf("the set's programs are in %v; want both js and starlark", langs)
@@ -547,7 +584,7 @@ func TestCodeTasks(t *testing.T) {
 func BenchmarkCodeTasks(b *testing.B) {
 	for _, task := range codeTasks {
 		h := taskHost(b, task.name)
-		for _, mode := range []string{agent.ModeNative, agent.ModeCode} {
+		for _, mode := range []string{agent.ModeNative, modeParallel, agent.ModeCode} {
 			b.Run(task.name+"/"+mode, func(b *testing.B) {
 				var last taskRun
 				var wall time.Duration
