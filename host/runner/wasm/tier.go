@@ -184,7 +184,7 @@ func (r *Runner) compileInterp(ctx context.Context, code []byte) (wazero.Compile
 const (
 	tierAfterCalls = 3
 	tierAfterRun   = 250 * time.Millisecond
-	tierAfter      = 2 * time.Second
+	tierAfter      = 10 * time.Second
 )
 
 // tiered is a tool prepared on the interpreter whose compiled tier is
