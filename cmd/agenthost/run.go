@@ -104,7 +104,7 @@ func commands() []command {
 		execCommand(), auditCommand(), promptCommand(), validateCommand(),
 		runCommand(), schemaCommand(), mcpCommand(), mcpImportCommand(), serveCommand(), workerCommand(), testCommand(), newCommand(), buildCommand(), cacheCommand(),
 		packCommand(), signCommand(), verifyCommand(), pushCommand(), pullCommand(), versionCommand(),
-		receiptsCommand(),
+		replayCommand(), receiptsCommand(),
 	}
 }
 

@@ -5,8 +5,9 @@ package runner
 // Together with the module, the grant and the arguments they determine the
 // stretch exactly, so a runner given them back runs it again bit for bit.
 type Inputs struct {
-	// Seed (32 bytes) keys the ChaCha8 stream the guest's random_get read.
-	Seed []byte `json:"seed"`
+	// Seed (32 bytes) keys the ChaCha8 stream the guest's random_get
+	// read; nil when it read no random bytes.
+	Seed []byte `json:"seed,omitempty"`
 	// Wall is the wall clock at the start, in Unix nanoseconds; Mono the
 	// monotonic clock then, in nanoseconds.
 	Wall int64 `json:"wall"`

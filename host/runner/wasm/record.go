@@ -50,27 +50,32 @@ const recorderName = "wasm"
 // recording them, or, when replaying, serving recorded ones. A guest
 // instance runs one thread, so its WASI calls never overlap.
 type recorder struct {
-	seed       [32]byte
+	seed [32]byte
+	// stream is made at the first random_get (most calls of a
+	// pre-initialised guest read no random bytes: their runtime was
+	// seeded at start-up), and only then is a seed drawn.
 	stream     *rand.ChaCha8
 	wall, mono int64
 	last       int64   // elapsed nanoseconds at the last reading
 	clock      []int64 // the readings, as deltas (runner.Inputs.Clock)
 	over       bool    // readings past maxReadings went unrecorded
 	replay     bool
-	next       int // readings served so far when replaying
+	next       int  // readings served so far when replaying
+	unseeded   bool // replaying a stretch that read no random bytes
+	strayRand  bool // ... which the replay did
+	buf        [16]int64
 }
 
 // newRecorder starts recording at the current time with a fresh seed.
 func newRecorder() *recorder {
 	r := &recorder{wall: time.Now().UnixNano(), mono: runtimeNanotime()}
-	_, _ = crand.Read(r.seed[:]) // never fails (crypto/rand.Read)
-	r.stream = rand.NewChaCha8(r.seed)
+	r.clock = r.buf[:0]
 	return r
 }
 
 // replayer serves the recorded in.
 func replayer(in *runner.Inputs) (*recorder, error) {
-	if len(in.Seed) != len(recorder{}.seed) {
+	if in.Seed != nil && len(in.Seed) != len(recorder{}.seed) {
 		return nil, fmt.Errorf("the recorded seed has %d bytes, not %d", len(in.Seed), len(recorder{}.seed))
 	}
 	if len(in.Clock) > maxReadings {
@@ -83,7 +88,7 @@ func replayer(in *runner.Inputs) (*recorder, error) {
 		}
 	}
 	copy(r.seed[:], in.Seed)
-	r.stream = rand.NewChaCha8(r.seed)
+	r.unseeded = in.Seed == nil
 	return r, nil
 }
 
@@ -120,7 +125,20 @@ func (r *recorder) walltime() (int64, int32) {
 func (r *recorder) nanotime() int64 { return r.mono + r.elapsed() }
 
 // Read is random_get's source.
-func (r *recorder) Read(p []byte) (int, error) { return r.stream.Read(p) }
+func (r *recorder) Read(p []byte) (int, error) {
+	if r.stream == nil {
+		switch {
+		case r.unseeded:
+			// The call read no random bytes: the replay has diverged
+			// (divergence says so); it reads the zero seed's stream.
+			r.strayRand = true
+		case !r.replay:
+			_, _ = crand.Read(r.seed[:]) // never fails (crypto/rand.Read)
+		}
+		r.stream = rand.NewChaCha8(r.seed)
+	}
+	return r.stream.Read(p)
+}
 
 // config is cfg with the recorder's clocks and random source, and, when
 // replaying, sleeps that return at once (the readings are the recorded
@@ -137,7 +155,11 @@ func (r *recorder) config(cfg wazero.ModuleConfig) wazero.ModuleConfig {
 
 // inputs is what the recorder recorded so far.
 func (r *recorder) inputs() *runner.Inputs {
-	return &runner.Inputs{Seed: append([]byte(nil), r.seed[:]...), Wall: r.wall, Mono: r.mono, Clock: append([]int64(nil), r.clock...)}
+	in := &runner.Inputs{Wall: r.wall, Mono: r.mono, Clock: append([]int64(nil), r.clock...)}
+	if r.stream != nil {
+		in.Seed = append([]byte(nil), r.seed[:]...)
+	}
+	return in
 }
 
 // lost says why the record is not enough to replay ("" when it is).
@@ -151,6 +173,9 @@ func (r *recorder) lost(what string) string {
 // divergence says how a replay strayed from its record ("" when the guest
 // read the clock exactly as often).
 func (r *recorder) divergence(what string) string {
+	if r.strayRand {
+		return fmt.Sprintf("the replayed %s read random bytes, the recorded one none", what)
+	}
 	if r.next != len(r.clock) {
 		return fmt.Sprintf("the replayed %s read the clock %d times, the recorded one %d", what, r.next, len(r.clock))
 	}

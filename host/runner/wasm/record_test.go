@@ -158,7 +158,7 @@ func TestReplayRefused(t *testing.T) {
 		{"bad start-up seed", reactor, func() *runner.Recorded {
 			c := *fromSnapshot
 			s := *c.Startup
-			s.Seed = nil
+			s.Seed = s.Seed[:5]
 			c.Startup = &s
 			return &c
 		}()},
@@ -168,6 +168,27 @@ func TestReplayRefused(t *testing.T) {
 			got := replay(t, tc.p, `{}`, tc.rec)
 			if got.Err == nil || got.Err.Code != abi.CodeInvalidArguments {
 				t.Fatalf("got %v %s", got.Err, got.Output)
+			}
+		})
+	}
+}
+
+// TestReplayDiverged: a replay whose guest reads the clock or random
+// bytes other than the record says (here: a record with its seed and a
+// clock reading removed) runs, and its record says how it strayed.
+func TestReplayDiverged(t *testing.T) {
+	p := prepare(t, newRunner(t), recordGuest(t, modeCommand), newEnv(t), nil)
+	rec := run(t, p, `{}`).Recorded
+	for name, edit := range map[string]func(*runner.Recorded){
+		"no seed":        func(c *runner.Recorded) { c.Call.Seed = nil },
+		"a reading less": func(c *runner.Recorded) { c.Call.Clock = c.Call.Clock[:len(c.Call.Clock)-1] },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := *rec
+			edit(&c)
+			got := replay(t, p, `{}`, &c)
+			if got.Err != nil || got.Recorded == nil || got.Recorded.NotReplayable == "" {
+				t.Fatalf("err %v, record %+v", got.Err, got.Recorded)
 			}
 		})
 	}
