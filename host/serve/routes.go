@@ -36,6 +36,10 @@ func (s *Server) routes() []route {
 		{Method: "POST", Path: "/v1/sessions/{id}/messages", Summary: "send a user message; the agent's run streams as AG-UI events", Scope: ScopeSessions, Request: UserMessage{}, Response: AGUIEvent{}, Stream: true, handle: s.postMessage},
 		{Method: "GET", Path: "/v1/sessions/{id}/history", Summary: "the session's messages, tool messages with their ui_schema", Scope: ScopeSessions, Response: History{}, handle: s.history},
 		{Method: "POST", Path: "/v1/agents/{profile}/runs", Summary: "AG-UI: run the profile's agent on RunAgentInput (threadId is the session)", Scope: ScopeSessions, Request: RunAgentInput{}, Response: AGUIEvent{}, Stream: true, handle: s.agentRun},
+		// Approvals (approvals.go) take no request slot: the calls that wait for one hold theirs.
+		{Method: "GET", Path: "/v1/approvals", Summary: "the calls of the tenant (every tenant's for the operator) that wait for a person's decision: id, tool, arguments (secrets redacted), grant, risks, created, expires", Scope: ScopeAdmin, Idle: true, Response: ApprovalList{}, handle: s.listApprovals},
+		{Method: "POST", Path: "/v1/approvals/{id}", Summary: "decide a waiting call: allow-once, allow (for minutes) or deny; 409 with the first decision when it was decided already, 404 for an unknown or another tenant's id", Scope: ScopeAdmin, Idle: true, Request: ApprovalDecision{}, Response: ApprovalAnswer{}, handle: s.decideApproval},
+		{Method: "GET", Path: "/v1/approvals/events", Summary: "the approvals as server-sent events: ready (the pending list), then pending and decided", Scope: ScopeAdmin, Idle: true, Response: ApprovalList{}, Stream: true, handle: s.approvalEvents},
 		{Method: "POST", Path: "/mcp", Summary: "MCP (Streamable HTTP)", Scope: ScopeCall, handle: s.mcpHandler},
 		{Method: "GET", Path: "/mcp", Summary: "MCP (Streamable HTTP) server-to-client stream", Scope: ScopeCall, Idle: true, handle: s.mcpHandler},
 		{Method: "DELETE", Path: "/mcp", Summary: "MCP (Streamable HTTP) session end", Scope: ScopeCall, handle: s.mcpHandler},
