@@ -11,6 +11,7 @@ import (
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/agenthost/agenthost/host/runner"
 )
 
 // testBudgets end the adversarial programs fast.
@@ -43,7 +44,7 @@ tools:
     limits: {max: {memoryMb: 64}}
   "code:js":
     config: `+jsConfig+`
-    limits: {max: {timeoutMs: 3000}}
+    limits: {max: {timeoutMs: 3000, memoryMb: 96}}
 `)
 	h := hosttest.NewHost(t, p, filepath.Join(tp, "code"), filepath.Join(tp, "fs"), filepath.Join(tp, "core"))
 	// Every tool on the compiled tier: on the interpreter (an empty cache)
@@ -181,4 +182,92 @@ func TestCodeLargeAnswer(t *testing.T) {
 	if env.Error != nil || string(env.Output) != `{"result":[150000,"yyy"],"log":[],"calls":1}` || steps != 1 {
 		t.Fatalf("got %s, %v, %d steps", env.Output, env.Error, steps)
 	}
+}
+
+// TestCodeReuse runs programs of two callers of one host (two scopes:
+// tenants have hosts and pools of their own) alternately on the code
+// tools' pooled instances: what one program leaves (globals, patched
+// prototypes and JSON, a secret in its memory) is never seen by the
+// next, also after a program that hit its memory limit, and ordinary
+// programs reuse their instance (only the memory bomb discards one).
+func TestCodeReuse(t *testing.T) {
+	h := codeHost(t, testBudgets)
+	const secret = "s3cr3t-7f1c"
+	type prog struct {
+		code  string
+		code0 abi.Code // "" = success
+		want  string   // the output, or in the error message
+	}
+	langs := []struct {
+		tool         string
+		set, probe   prog
+		bomb         prog
+		probeCleanly string
+	}{
+		{
+			tool: "code:js",
+			set: prog{code: "globalThis.secret = input; var kept = input;\nObject.prototype.leak = input;\nArray.prototype.map = function () { return [input] };\nJSON.stringify = function () { return '\"' + input + '\"' };\nreturn (await tools.core.echo({s: input})).s",
+				want: `{"result":"` + secret + `","log":[],"calls":1}`},
+			probe: prog{code: "return [typeof secret, typeof kept, typeof ({}).leak, [1].map(x => x + 1)[0], JSON.stringify({a: 1}), (await tools.core.echo({n: 2})).n]",
+				want: `{"result":["undefined","undefined","undefined",2,"{\"a\":1}",2],"log":[],"calls":1}`},
+			bomb: prog{code: "const a = [];\nfor (;;) a.push(input.repeat(100000) + a.length)", code0: abi.CodeMemoryLimit},
+		},
+		{
+			tool: "code:starlark",
+			set:  prog{code: "secret = input\nresult = tools.core.echo(s = input)['s']", want: `{"result":"` + secret + `","log":[],"calls":1}`},
+			// A global of an earlier program is not even declared.
+			probe: prog{code: "result = [secret, tools.core.echo(n = 2)['n']]", code0: abi.CodeInvalidArguments, want: "undefined: secret"},
+			bomb:  prog{code: "a = []\nfor i in range(100000):\n    a.append(input * 100000 + str(i))", code0: abi.CodeMemoryLimit},
+		},
+	}
+	for _, lang := range langs {
+		t.Run(lang.tool, func(t *testing.T) {
+			run := func(caller string, p prog) {
+				t.Helper()
+				var steps []host.CodeStep
+				ctx := host.WithCodeScope(context.Background(), host.CodeScope{
+					Allowed: func(id string) bool { return id == "core:echo" },
+					Step:    func(s host.CodeStep) { steps = append(steps, s) },
+				})
+				args, _ := json.Marshal(map[string]any{"code": p.code, "input": secret})
+				env := h.Call(ctx, lang.tool, args)
+				if p.code0 == "" {
+					if env.Error != nil || string(env.Output) != p.want {
+						t.Fatalf("%s: got %s, %v; want %s", caller, env.Output, env.Error, p.want)
+					}
+				} else if env.Error == nil || env.Error.Code != p.code0 || !strings.Contains(env.Error.Message, p.want) {
+					t.Fatalf("%s: got %s, %+v; want %s with %q", caller, env.Output, env.Error, p.code0, p.want)
+				}
+				if p.code0 == "" && len(steps) != 1 {
+					t.Fatalf("%s: %d steps recorded, want 1", caller, len(steps))
+				}
+			}
+			before := poolStats(t, h, lang.tool)
+			for range 4 { // more rounds than the pool has instances
+				run("A", lang.set)
+				run("B", lang.probe)
+			}
+			run("A", lang.bomb)
+			for range 4 {
+				run("B", lang.probe)
+				run("A", lang.set)
+			}
+			after := poolStats(t, h, lang.tool)
+			if d := after.Discards - before.Discards; d > 1 {
+				t.Fatalf("%d instances discarded, want at most the memory bomb's (a program within the heap's headroom keeps its instance)", d)
+			}
+		})
+	}
+}
+
+// poolStats is the pool of tool id, from Host.Health.
+func poolStats(t *testing.T, h *host.Host, id string) runner.PoolStats {
+	t.Helper()
+	for _, th := range h.Health() {
+		if th.ID == id && th.Pool != nil {
+			return *th.Pool
+		}
+	}
+	t.Fatalf("%s has no pool", id)
+	return runner.PoolStats{}
 }
