@@ -203,16 +203,8 @@ func (r *Receipt) Link(seq uint64, prev string) {
 	r.Hash = r.Sum()
 }
 
-// Record returns r as its stored JSON record: every field but the
-// payloads (Args, Inputs), which are stored beside it.
-func (r *Receipt) Record() ([]byte, error) {
-	c := *r
-	c.Args, c.Inputs = nil, nil
-	return json.Marshal(&c)
-}
-
-// Decode reads one receipt in its JSON form (a stored record or an
-// export line) from untrusted bytes: unknown fields, oversized values,
+// Decode reads one receipt in its JSON form (an export line) from
+// untrusted bytes: unknown fields, oversized values,
 // malformed digests and a wrong version are errors; the hash is not
 // checked here (that is [Verify]'s work).
 func Decode(b []byte) (*Receipt, error) {

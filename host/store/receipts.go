@@ -92,10 +92,7 @@ func (s *Store) appendReceipts(ctx context.Context, rs []*receipt.Receipt) error
 			h := heads[r.Tenant]
 			r.Link(h.seq+1, h.hash)
 			h.seq, h.hash = r.Seq, r.Hash
-			rec, err := r.Record()
-			if err != nil {
-				return err
-			}
+			rec := r.Encode()
 			if i > 0 {
 				q.WriteString(", ")
 			}
@@ -158,7 +155,7 @@ func scanReceipt(rows interface{ Scan(...any) error }) (*receipt.Receipt, error)
 	if err := rows.Scan(&seq, &hash, &prev, &rec, &args, &inputs); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	r, err := receipt.Decode([]byte(rec))
+	r, err := receipt.Parse([]byte(rec))
 	if err != nil {
 		return nil, &receipt.DecodeError{Seq: uint64(seq), Err: err}
 	}

@@ -91,7 +91,7 @@ func receiptsSuite(t *testing.T, path string) {
 		{`UPDATE receipts SET seq = 1000 WHERE tenant = 'acme' AND seq = 50`, receipt.Gap, 50},
 		{`DELETE FROM receipts WHERE tenant = 'acme' AND seq = 40`, receipt.Gap, 40},
 		{`UPDATE receipts SET record = 'not json' WHERE tenant = 'acme' AND seq = 30`, receipt.Malformed, 30},
-		{`UPDATE receipts SET record = replace(record, '"status":"success"', '"status":"failure"') WHERE tenant = 'acme' AND seq = 20`, receipt.Edited, 20},
+		{`UPDATE receipts SET record = replace(record, 'status 7:success', 'status 7:failure') WHERE tenant = 'acme' AND seq = 20`, receipt.Edited, 20},
 		{`UPDATE receipts SET args = '{"n":-1}' WHERE tenant = 'acme' AND seq = 10`, receipt.Edited, 10},
 	}
 	for _, tc := range cases {

@@ -133,9 +133,10 @@ var migrations = []string{
 	CREATE UNIQUE INDEX jobs_tenant_key ON jobs(tenant, idem_key);
 	CREATE INDEX jobs_instance ON jobs(instance, status);
 	CREATE INDEX jobs_updated ON jobs(status, updated);`,
-	// Receipts: one hash chain per tenant, numbered from 1 (receipts.go),
-	// with the call's arguments and recorded inputs for replay, and the
-	// signatures of chain heads.
+	// Receipts: one hash chain per tenant, numbered from 1 (receipts.go):
+	// the record is the receipt's canonical encoding (the bytes its hash
+	// covers), beside it the call's arguments and recorded inputs for
+	// replay; and the signatures of chain heads.
 	`CREATE TABLE receipts (
 		tenant TEXT NOT NULL,
 		seq BIGINT NOT NULL,
