@@ -12,7 +12,9 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/agent"
+	"github.com/agenthost/agenthost/host/approval"
 	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/host/profile"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/host/wire"
 )
@@ -27,6 +29,9 @@ type RunAgentInput struct {
 	Tools          []json.RawMessage `json:"tools,omitempty"`
 	Context        []json.RawMessage `json:"context,omitempty"`
 	ForwardedProps json.RawMessage   `json:"forwardedProps,omitempty"`
+	// Resume answers the interrupts that ended the thread's previous
+	// run (agui_approve.go).
+	Resume []AGUIResume `json:"resume,omitempty"`
 }
 
 // AGUIMessage is a message of a RunAgentInput: a user, system or
@@ -68,6 +73,8 @@ type AGUIEvent struct {
 	Result       any            `json:"result,omitempty"`
 	Message      string         `json:"message,omitempty"`
 	Code         string         `json:"code,omitempty"`
+	// Outcome is RUN_FINISHED's when the run stopped at interrupts.
+	Outcome *AGUIOutcome `json:"outcome,omitempty"`
 }
 
 // NewSession is the body of POST /v1/sessions.
@@ -159,7 +166,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *call) {
 		s.storeError(w, err)
 		return
 	}
-	s.runStream(w, r, c, ses, req.Content, newRunID(), nil)
+	s.runStream(w, r, c, ses, req.Content, newRunID(), nil, false)
 }
 
 // agentRun is the AG-UI endpoint.
@@ -181,6 +188,9 @@ func (s *Server) agentRun(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENTS", "client-side tools are not supported: the agent's tools are its profile's")
 		return
 	}
+	if s.resumeRun(w, r, c, in) {
+		return
+	}
 	hist, task, msg := clientConversation(in.Messages)
 	if msg != "" {
 		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENTS", msg)
@@ -198,7 +208,7 @@ func (s *Server) agentRun(w http.ResponseWriter, r *http.Request, c *call) {
 		in.RunID = newRunID()
 	}
 	ses.Profile = prof
-	s.runStream(w, r, c, ses, task, in.RunID, hist)
+	s.runStream(w, r, c, ses, task, in.RunID, hist, true)
 }
 
 // clientConversation reads the messages an AG-UI client sends: the last
@@ -336,8 +346,11 @@ func textOf(raw json.RawMessage) string {
 // A client that goes away cancels the run.
 //
 // hist is the conversation so far as the client sent it; nil means the
-// thread's stored one.
-func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses store.Session, task, runID string, hist []llm.Message) {
+// thread's stored one. With interrupts, a tool call that waits for
+// approval ends the stream with an interrupt and the run waits, held for
+// a resume (agui_approve.go); without, the call waits for a decision
+// given elsewhere (the console, the HTTP API).
+func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses store.Session, task, runID string, hist []llm.Message, interrupts bool) {
 	if s.draining.Load() {
 		writeError(w, http.StatusServiceUnavailable, "DRAINING", "the server is shutting down")
 		return
@@ -365,28 +378,25 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 		s.storeError(w, err)
 		return
 	}
-	s.runs.Add(1)
-	defer s.runs.Done()
-	defer s.track(c.p.Tenant, ses.ID)()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
-	send := func(e AGUIEvent) {
+	first := func(e AGUIEvent) {
 		b, _ := json.Marshal(e)
 		fmt.Fprintf(w, "data: %s\n\n", b)
 		if flusher != nil {
 			flusher.Flush()
 		}
 	}
-	send(AGUIEvent{Type: "RUN_STARTED", ThreadID: ses.ID, RunID: runID})
+	first(AGUIEvent{Type: "RUN_STARTED", ThreadID: ses.ID, RunID: runID})
 	var ids []string
 	if len(prof.Inventory) > 0 {
 		for _, t := range c.tenant.Host.Tools(host.Query{}) {
 			ids = append(ids, t.ToolID)
 		}
 		if ids, err = prof.Resolve(ids); err != nil {
-			send(AGUIEvent{Type: "RUN_ERROR", Message: err.Error(), Code: "PROFILE"})
+			first(AGUIEvent{Type: "RUN_ERROR", Message: err.Error(), Code: "PROFILE"})
 			return
 		}
 	}
@@ -397,6 +407,38 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 		}
 	}
 	tab, _ := wire.NewTable(names)
+	// The run outlives its stream when it stops at an interrupt; its
+	// events queue in ar until a stream carries them (pump), and a client
+	// that goes away mid-stream cancels it.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ar := newAGUIRun(cancel, func(name string) string {
+		if tab != nil {
+			if id, ok := tab.ID(name); ok {
+				return id
+			}
+		}
+		return name
+	})
+	if interrupts && c.tenant.Host.Approvals() != nil {
+		runCtx = approval.WithNotify(runCtx, ar.ask)
+	}
+	send := ar.push
+	ctx = runCtx
+	s.runs.Add(1)
+	untrack := s.track(c.p.Tenant, ses.ID)
+	go func() {
+		defer s.runs.Done()
+		defer untrack()
+		defer cancel()
+		s.runAgent(ctx, c, ses, prof, provider, model, task, runID, ids, hist, tab, send, ar.finish)
+	}()
+	s.pump(w, r, c.p.Tenant, ses.ID, runID, ar)
+}
+
+// runAgent runs the agent of ses on task, sending its AG-UI events, the
+// last one through finish.
+func (s *Server) runAgent(ctx context.Context, c *call, ses store.Session, prof *profile.Profile, provider llm.Provider, model, task, runID string,
+	ids []string, hist []llm.Message, tab *wire.Table, send, finish func(AGUIEvent)) {
 	msgN := 0
 	// open is the text message being streamed ("" when none); parent the
 	// latest turn's message, which its tool calls belong to; pending a
@@ -479,7 +521,7 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 		},
 	})
 	if err != nil {
-		send(AGUIEvent{Type: "RUN_ERROR", Message: err.Error(), Code: "AGENT"})
+		finish(AGUIEvent{Type: "RUN_ERROR", Message: err.Error(), Code: "AGENT"})
 		return
 	}
 	if res.Answer != "" {
@@ -488,10 +530,10 @@ func (s *Server) runStream(w http.ResponseWriter, r *http.Request, c *call, ses 
 		}
 	}
 	if res.Status == "failed" {
-		send(AGUIEvent{Type: "RUN_ERROR", Message: res.Error, Code: "PROVIDER"})
+		finish(AGUIEvent{Type: "RUN_ERROR", Message: res.Error, Code: "PROVIDER"})
 		return
 	}
-	send(AGUIEvent{Type: "RUN_FINISHED", ThreadID: ses.ID, RunID: runID, Result: map[string]any{"status": res.Status, "answer": res.Answer, "iterations": res.Iterations}})
+	finish(AGUIEvent{Type: "RUN_FINISHED", ThreadID: ses.ID, RunID: runID, Result: map[string]any{"status": res.Status, "answer": res.Answer, "iterations": res.Iterations}})
 }
 
 // CompileUI turns a tool's ui_hints and its result into the ui_schema a

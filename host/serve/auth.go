@@ -30,6 +30,11 @@ const (
 type Principal struct {
 	Tenant string
 	Scopes []string
+	// Subject names the holder within the tenant, for the records of
+	// what they decided (approvals): a JWT's sub claim, "token:" and the
+	// first 12 hex digits of a token's SHA-256 (its auth-file entry, not
+	// the secret), or "no-auth".
+	Subject string
 }
 
 func (p Principal) may(scope string) bool { return slices.Contains(p.Scopes, scope) }
@@ -141,7 +146,7 @@ func NewAuthenticatorFile(a *AuthFile) (*Authenticator, error) {
 func NewAuthenticator(tokens []TokenEntry) *Authenticator {
 	a := &Authenticator{byHash: map[string]Principal{}}
 	for _, t := range tokens {
-		a.byHash[t.SHA256] = Principal{Tenant: t.Tenant, Scopes: t.Scopes}
+		a.byHash[t.SHA256] = Principal{Tenant: t.Tenant, Scopes: t.Scopes, Subject: "token:" + t.SHA256[:min(12, len(t.SHA256))]}
 	}
 	return a
 }
@@ -162,7 +167,7 @@ func SingleToken(tenant string) (*Authenticator, string) {
 // tools that cannot send a token, such as the MCP conformance suite). It
 // is for a loopback listener only: the caller checks the address.
 func NoAuth(tenant string) *Authenticator {
-	return &Authenticator{byHash: map[string]Principal{}, open: &Principal{Tenant: tenant, Scopes: []string{ScopeCall, ScopeSessions, ScopeAdmin, ScopeOperator}}}
+	return &Authenticator{byHash: map[string]Principal{}, open: &Principal{Tenant: tenant, Scopes: []string{ScopeCall, ScopeSessions, ScopeAdmin, ScopeOperator}, Subject: "no-auth"}}
 }
 
 var errNoToken = errors.New("no bearer token")

@@ -181,5 +181,5 @@ func (v *jwtVerifier) verify(ctx context.Context, raw string) (Principal, error)
 			}
 		}
 	}
-	return Principal{Tenant: tenant, Scopes: scopes}, nil
+	return Principal{Tenant: tenant, Scopes: scopes, Subject: std.Subject}, nil
 }

@@ -1,0 +1,207 @@
+package serve_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/approval"
+	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/agenthost/agenthost/host/llm"
+	"github.com/agenthost/agenthost/host/profile"
+	"github.com/agenthost/agenthost/host/serve"
+	"github.com/agenthost/agenthost/host/store"
+)
+
+// approveServer serves one tenant, acme, whose policy makes every call
+// of hash:digest wait for approval, with the profile digester (that tool
+// only) replaying testdata/agui/approve.jsonl: a call of hash:digest,
+// then an answer.
+func approveServer(t *testing.T) (*httptest.Server, *approval.Broker) {
+	t.Helper()
+	ctx := context.Background()
+	transcript, err := os.ReadFile(filepath.Join("testdata", "agui", "approve.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := approval.NewBroker(approval.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(ctx, host.Options{Dirs: []string{hosttest.Toolpacks(t)}, CacheDir: hosttest.CacheDir(t), Approvals: b,
+		Policy: hosttest.Policy(t, "approve:\n  - tools: [\"hash:digest\"]\n    timeoutSeconds: 60\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := &profile.Profile{ID: "digester", Mode: "native", MaxIterations: 4, Inventory: []string{"hash:digest"}}
+	tenant := &serve.Tenant{Name: "acme", Host: h, Profiles: map[string]*profile.Profile{prof.ID: prof},
+		Provider: func(*profile.Profile) (llm.Provider, string, error) {
+			p, err := llm.ParseReplay(transcript)
+			return p, "replay", err
+		}}
+	auth := serve.NewAuthenticator([]serve.TokenEntry{{SHA256: hash("acme-token"), Tenant: "acme", Scopes: []string{"call", "sessions"}}})
+	api, err := serve.New(serve.Options{Tenants: map[string]*serve.Tenant{"acme": tenant}, Auth: auth, Store: st, MaxBody: 1 << 20, MaxConcurrent: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		api.Close()
+		st.Close()
+		h.Close(ctx)
+	})
+	return srv, b
+}
+
+// aguiNode returns node with @ag-ui/client installed, as CI has them.
+func aguiNode(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat("testdata/agui/node_modules/@ag-ui/client")
+	if err != nil || modErr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("node or @ag-ui/client missing (.ci/run runs npm ci in host/serve/testdata/agui): %v %v", err, modErr)
+		}
+		t.Skip("node or @ag-ui/client is not installed (npm ci in host/serve/testdata/agui)")
+	}
+	return node
+}
+
+// TestAGUIApproval drives the interrupt of a tool call that needs
+// approval with the official @ag-ui/client: the first run ends with an
+// interrupt outcome naming the call, its approval and the answer's
+// schema; the client's next run resumes it (allow once: the call runs;
+// deny, or the interrupt cancelled: PERMISSION_DENIED, and the model
+// goes on), and the decision is recorded with the token's tenant and
+// subject.
+func TestAGUIApproval(t *testing.T) {
+	node := aguiNode(t)
+	srv, b := approveServer(t)
+	who := "acme/token:" + hash("acme-token")[:12]
+	for _, tc := range []struct {
+		answer   string
+		decision approval.Decision
+		want     string // in the tool result
+	}{
+		{"allow-once", approval.AllowOnce, `"sha256"`},
+		{"deny", approval.Deny, "PERMISSION_DENIED"},
+		{"cancelled", approval.Deny, "denied by " + who},
+	} {
+		t.Run(tc.answer, func(t *testing.T) {
+			events, stop, err := b.Subscribe("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			cmd := exec.Command(node, "approve.mjs", srv.URL, "acme-token", "digester", "approve-"+tc.answer, tc.answer)
+			cmd.Dir = "testdata/agui"
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("node: %v\n%s", err, out)
+			}
+			var got struct {
+				First struct {
+					Events     []string             `json:"events"`
+					Outcome    string               `json:"outcome"`
+					Interrupts []serve.AGUIInterrupt `json:"interrupts"`
+				} `json:"first"`
+				Second struct {
+					Events  []string `json:"events"`
+					Outcome string   `json:"outcome"`
+					Results []struct {
+						ToolCallID, Content string
+					} `json:"results"`
+					Error string `json:"error"`
+				} `json:"second"`
+				Left int `json:"left"`
+			}
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			f := got.First
+			if f.Outcome != "interrupt" || len(f.Interrupts) != 1 || strings.Contains(strings.Join(f.Events, ","), "TOOL_CALL_RESULT") {
+				t.Fatalf("first run: %s", out)
+			}
+			in := f.Interrupts[0]
+			if in.Reason != serve.InterruptApproval || in.ToolCallID == "" || !strings.HasPrefix(in.ID, "apr_") || in.ExpiresAt == "" ||
+				!strings.Contains(in.Message, "hash:digest") || !strings.Contains(string(in.ResponseSchema), "allow-once") || in.Metadata[serve.MetaApproval] == nil {
+				t.Fatalf("the interrupt: %+v", in)
+			}
+			s := got.Second
+			if s.Error != "" || s.Outcome != "success" || len(s.Results) != 1 || s.Results[0].ToolCallID != in.ToolCallID ||
+				!strings.Contains(s.Results[0].Content, tc.want) || got.Left != 0 {
+				t.Fatalf("second run: %s", out)
+			}
+			for ev := range events {
+				if ev.Kind == approval.EventDecided && ev.Request.ID == in.ID {
+					if ev.Record.Decision != tc.decision || ev.Record.By != who {
+						t.Fatalf("recorded %+v, want %s by %s", ev.Record, tc.decision, who)
+					}
+					break
+				}
+			}
+		})
+	}
+}
+
+// TestAGUIResumeRefused: resume entries that answer nothing open, a new
+// run on a thread whose run waits at an interrupt, an answer that is not
+// a decision, and resume entries on a thread with nothing to resume are
+// refused with a structured error; the waiting run is kept for the right
+// answer.
+func TestAGUIResumeRefused(t *testing.T) {
+	srv, _ := approveServer(t)
+	url := srv.URL + "/v1/agents/digester/runs"
+	first := aguiEvents(t, url, `{"threadId":"held","messages":[{"id":"u1","role":"user","content":"Digest."}]}`)
+	last := first[len(first)-1]
+	if last.Type != "RUN_FINISHED" || last.Outcome == nil || last.Outcome.Type != "interrupt" || len(last.Outcome.Interrupts) != 1 {
+		t.Fatalf("first run: %+v", first)
+	}
+	id := last.Outcome.Interrupts[0].ID
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		code, want string
+	}{
+		{"unknown interrupt", `{"threadId":"held","messages":[],"resume":[{"interruptId":"apr_nope","status":"resolved","payload":{"decision":"allow-once"}}]}`, 400, "INVALID_ARGUMENTS", "not an open interrupt"},
+		{"no decision", `{"threadId":"held","messages":[],"resume":[{"interruptId":"` + id + `","status":"resolved","payload":{"decision":"yes"}}]}`, 400, "INVALID_ARGUMENTS", `decision "yes"`},
+		{"bad status", `{"threadId":"held","messages":[],"resume":[{"interruptId":"` + id + `","status":"maybe"}]}`, 400, "INVALID_ARGUMENTS", "resolved or cancelled"},
+		{"new run while held", `{"threadId":"held","messages":[{"id":"u2","role":"user","content":"Again."}]}`, 409, "INTERRUPTED", id},
+		{"nothing to resume", `{"threadId":"other","messages":[],"resume":[{"interruptId":"` + id + `","status":"cancelled"}]}`, 409, "NO_INTERRUPT", "no run waiting"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", url, strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer acme-token")
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var e struct {
+				Error struct{ Code, Message string } `json:"error"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&e)
+			if resp.StatusCode != tc.status || e.Error.Code != tc.code || !strings.Contains(e.Error.Message, tc.want) {
+				t.Fatalf("%d %+v", resp.StatusCode, e)
+			}
+		})
+	}
+	// The run waited through all that: the right answer resumes it.
+	rest := aguiEvents(t, url, `{"threadId":"held","messages":[],"resume":[{"interruptId":"`+id+`","status":"resolved","payload":"allow-once"}]}`)
+	if rest[0].Type != "RUN_STARTED" || rest[len(rest)-1].Type != "RUN_FINISHED" || rest[len(rest)-1].Outcome != nil {
+		t.Fatalf("resumed: %+v", rest)
+	}
+}
