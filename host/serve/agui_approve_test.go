@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -113,8 +114,8 @@ func TestAGUIApproval(t *testing.T) {
 			}
 			var got struct {
 				First struct {
-					Events     []string             `json:"events"`
-					Outcome    string               `json:"outcome"`
+					Events     []string              `json:"events"`
+					Outcome    string                `json:"outcome"`
 					Interrupts []serve.AGUIInterrupt `json:"interrupts"`
 				} `json:"first"`
 				Second struct {
@@ -203,5 +204,61 @@ func TestAGUIResumeRefused(t *testing.T) {
 	rest := aguiEvents(t, url, `{"threadId":"held","messages":[],"resume":[{"interruptId":"`+id+`","status":"resolved","payload":"allow-once"}]}`)
 	if rest[0].Type != "RUN_STARTED" || rest[len(rest)-1].Type != "RUN_FINISHED" || rest[len(rest)-1].Outcome != nil {
 		t.Fatalf("resumed: %+v", rest)
+	}
+}
+
+// TestMCPApprover: a decision given over serve's /mcp (2026-07-28,
+// input_required then the retry) is recorded as the token's tenant and
+// subject, not as the name the client gives itself.
+func TestMCPApprover(t *testing.T) {
+	srv, b := approveServer(t)
+	events, stop, err := b.Subscribe("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	post := func(params string) map[string]json.RawMessage {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hash__digest","arguments":{"text":"x"},` + params +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"pretender","version":"1"},` +
+			`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}}`
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(body))
+		for k, v := range map[string]string{"Authorization": "Bearer acme-token", "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "hash__digest", "Agenthost-Internal-Approver": "acme/forged"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if data, ok := strings.CutPrefix(strings.TrimSpace(string(raw)), "event: message\ndata: "); ok {
+			raw = []byte(data)
+		}
+		var m struct {
+			Result map[string]json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil || m.Result == nil {
+			t.Fatalf("%v: %s", err, raw)
+		}
+		return m.Result
+	}
+	first := post("")
+	var state string
+	if json.Unmarshal(first["requestState"], &state); string(first["resultType"]) != `"input_required"` || state == "" {
+		t.Fatalf("first round: %v", first)
+	}
+	second := post(`"inputResponses":{"approval":{"action":"accept","content":{"decision":"allow-once"}}},"requestState":"` + state + `",`)
+	if string(second["isError"]) == "true" || second["structuredContent"] == nil {
+		t.Fatalf("the retry: %v", second)
+	}
+	for ev := range events {
+		if ev.Kind == approval.EventDecided {
+			if want := "acme/token:" + hash("acme-token")[:12]; ev.Record.By != want {
+				t.Fatalf("recorded by %q, want %q", ev.Record.By, want)
+			}
+			break
+		}
 	}
 }

@@ -138,7 +138,9 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	for name, t := range o.Tenants {
-		s.mcp[name] = mcp.New(t.Host, mcp.Options{Jobs: e, Tenant: name})
+		// An MCP client that cannot be asked (no elicitation) waits for
+		// the console or the HTTP API to decide its calls.
+		s.mcp[name] = mcp.New(t.Host, mcp.Options{Jobs: e, Tenant: name, Approvers: "the console or with POST /v1/approvals/{id} (listed by GET /v1/approvals)"})
 		s.slots[name] = make(chan struct{}, o.MaxConcurrent)
 		// No client should meet a cold tool: compile and pool every
 		// tool now, and again after each reload (/readyz says when).

@@ -11,6 +11,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/jobs"
 	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/mcp"
 )
 
 // ToolInfo is a tool as the API lists it.
@@ -161,7 +162,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) mcpHandler(w http.ResponseWriter, r *http.Request, c *call) {
-	s.mcp[c.p.Tenant].Handler().ServeHTTP(w, r)
+	// Decisions given over MCP are recorded as the token's.
+	s.mcp[c.p.Tenant].Handler().ServeHTTP(w, r.WithContext(mcp.WithApprover(r.Context(), approverOf(c.p))))
 }
 
 func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request, c *call) {
