@@ -96,13 +96,13 @@ type aguiRun struct {
 	events  []AGUIEvent
 	final   bool // events ends with the run's last event
 	pending []AGUIInterrupt
-	asked   map[string]string         // interrupt IDs shown, not answered -> the broker's tenant
-	open    []openCall                // tool calls started and not ended
-	linked  map[string]bool           // tool call IDs an interrupt names
-	tenants map[string]string         // approval ID -> the broker's tenant
-	wake    chan struct{}             // a new event, interrupt or the end
-	cancel  context.CancelFunc        // ends the run
-	ids     func(name string) string  // a model's tool name -> tool ID
+	asked   map[string]string        // interrupt IDs shown, not answered -> the broker's tenant
+	open    []openCall               // tool calls started and not ended
+	linked  map[string]bool          // tool call IDs an interrupt names
+	tenants map[string]string        // approval ID -> the broker's tenant
+	wake    chan struct{}            // a new event, interrupt or the end
+	cancel  context.CancelFunc       // ends the run
+	ids     func(name string) string // a model's tool name -> tool ID
 	started time.Time
 }
 
