@@ -163,6 +163,11 @@ func (h *Host) Replay(ctx context.Context, r *receipt.Receipt, o ReplayOptions) 
 	if err != nil {
 		return nil, err
 	}
+	ctx, end, cerr := h.begin(ctx)
+	if cerr != nil {
+		return nil, cerr
+	}
+	defer end()
 	p, perr := h.prepare(ctx, t)
 	if perr != nil {
 		return nil, perr
