@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/host/receipt"
@@ -82,24 +81,18 @@ func (s *Store) appendReceipts(ctx context.Context, rs []*receipt.Receipt) error
 		h.seq = uint64(seq)
 		heads[t] = h
 	}
-	const perInsert = 64
-	for start := 0; start < len(rs); start += perInsert {
-		chunk := rs[start:min(start+perInsert, len(rs))]
-		var q strings.Builder
-		q.WriteString(`INSERT INTO receipts (tenant, seq, hash, prev, call_id, record, args, inputs) VALUES `)
-		args := make([]any, 0, 8*len(chunk))
-		for i, r := range chunk {
-			h := heads[r.Tenant]
-			r.Link(h.seq+1, h.hash)
-			h.seq, h.hash = r.Seq, r.Hash
-			rec := r.Encode()
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, r.Tenant, int64(r.Seq), r.Hash, r.Prev, r.CallID, string(rec), nullText(r.Args), nullText(r.Inputs))
-		}
-		if _, err := tx.ExecContext(ctx, s.q(q.String()), args...); err != nil {
+	// One statement prepared for the batch, executed per receipt: the
+	// database parses it once.
+	ins, err := tx.PrepareContext(ctx, s.q(`INSERT INTO receipts (tenant, seq, hash, prev, call_id, record, args, inputs) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`))
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	for _, r := range rs {
+		h := heads[r.Tenant]
+		r.Link(h.seq+1, h.hash)
+		h.seq, h.hash = r.Seq, r.Hash
+		if _, err := ins.ExecContext(ctx, r.Tenant, int64(r.Seq), r.Hash, r.Prev, r.CallID, string(r.Encode()), nullText(r.Args), nullText(r.Inputs)); err != nil {
 			return err
 		}
 	}
