@@ -98,13 +98,15 @@ func TestExec_preparesEveryToolAtOnce(t *testing.T) {
 	if len(turn.Results) != 2 || turn.Results[0].Status != abi.StatusFailure || turn.Results[1].Error == nil || turn.Results[1].Error.Code != abi.CodeSkipped {
 		t.Fatalf("want a failed call then a skipped one, got %+v", turn.Results)
 	}
-	for range 600 {
+	// On an empty cache the tool is prepared on the interpreter and its
+	// pool comes with its compile, which starts 10 s later (no call).
+	for range 1200 {
 		for _, th := range h.Health() {
 			if th.ID == "text:stats" && th.Pool != nil && th.Pool.Instances > 0 {
 				return
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatal("the skipped call's tool was never prepared")
 }
