@@ -36,6 +36,7 @@ func runCommand() command {
 			fs.IntVar(&a.maxIterations, "max-iterations", agent.DefaultMaxIterations, "the cap on model turns (then status partial)")
 			fs.BoolVar(&e.asJSON, "json", false, `print {"status","answer","iterations","steps"} on stdout`)
 			profileFlag(fs, e)
+			approveFlagSet(fs, e)
 		},
 		run: runAgent,
 	}
@@ -65,6 +66,11 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopApprovals, err := e.startApprovals(ctx) // the policy's approve rules ask here (approve.go)
+	if err != nil {
+		return err
+	}
+	defer stopApprovals()
 	// llm:complete lets workflows the agent calls nest model calls.
 	h, err := e.newHost(ctx, agent.CompleteTool(p, a.model))
 	if err != nil {

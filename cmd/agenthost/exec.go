@@ -13,6 +13,7 @@ func execCommand() command {
 		name: "exec", jsonOnly: true, usage: "exec [FILE|-] [--on-failure skip|continue]", summary: "run the ACTION calls in an LLM output (a file, or stdin); print results and observation",
 		flags: func(fs *flag.FlagSet, e *env) {
 			fs.StringVar(&e.onFailure, "on-failure", "skip", "after a failed call: skip the rest (SKIPPED) or continue with the independent calls")
+			approveFlagSet(fs, e)
 		},
 		run: runExec,
 	}
@@ -47,6 +48,11 @@ func runExec(ctx context.Context, e *env, args []string) error {
 	default:
 		return usageError{"--on-failure must be skip or continue"}
 	}
+	stopApprovals, err := e.startApprovals(ctx) // the policy's approve rules ask here (approve.go)
+	if err != nil {
+		return err
+	}
+	defer stopApprovals()
 	h, err := e.newHost(ctx)
 	if err != nil {
 		return err

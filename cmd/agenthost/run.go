@@ -91,6 +91,7 @@ type env struct {
 	workspace string
 	tracer    trace.Tracer
 	receipts  receipt.Sink // serve's receipt recorder (receipts.go)
+	approve   approveFlags // run's and exec's approvals (approve.go)
 	storePath string
 	// set holds the flags given on the command line (a profile's values
 	// yield to them).
@@ -360,7 +361,7 @@ func (e *env) newHost(ctx context.Context, tools ...host.Tool) (*host.Host, erro
 		}
 	}
 	h, err := host.New(ctx, host.Options{Dirs: dirs, Policy: p, Logger: e.log, CacheDir: e.cacheDir, OnFailure: host.OnFailure(e.onFailure), Tools: tools,
-		Credentials: e.issuer, Tenant: e.tenant, Tracer: e.tracer, Protected: e.protected, Receipts: e.receipts})
+		Credentials: e.issuer, Tenant: e.tenant, Tracer: e.tracer, Protected: e.protected, Receipts: e.receipts, Approvals: e.approve.broker})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}

@@ -129,6 +129,9 @@ type Record struct {
 	Until time.Time `json:"until,omitzero"`
 	// Reused is set on a call that ran under an earlier "allow".
 	Reused bool `json:"reused,omitempty"`
+	// Note is why a front-end decided without asking (no terminal to
+	// ask on); a denial's message carries it.
+	Note string `json:"note,omitempty"`
 }
 
 // Digest is the digest a decision is bound to: "sha256:<hex>" of the
@@ -289,7 +292,11 @@ func outcome(r Record, timeout time.Duration, ctx context.Context) error {
 	case AllowOnce, Allow:
 		return nil
 	case Deny:
-		return abi.Errorf(abi.CodePermissionDenied, "the call of %s was denied by %s (approval %s)", r.Tool, r.By, r.ID).WithDetails(map[string]any{"approval": r.ID})
+		note := ""
+		if r.Note != "" {
+			note = ": " + r.Note
+		}
+		return abi.Errorf(abi.CodePermissionDenied, "the call of %s was denied by %s (approval %s)%s", r.Tool, r.By, r.ID, note).WithDetails(map[string]any{"approval": r.ID})
 	case Expired:
 		return abi.Errorf(abi.CodePermissionDenied, "the call of %s needs a person's approval and no decision came within %d s (approval %s)", r.Tool, int(timeout.Seconds()), r.ID).WithDetails(map[string]any{"approval": r.ID})
 	}
@@ -304,10 +311,10 @@ func outcome(r Record, timeout time.Duration, ctx context.Context) error {
 func (b *Broker) close(e *entry, d Decision, by string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.closeLocked(e, d, by, 0)
+	return b.closeLocked(e, d, by, 0, "")
 }
 
-func (b *Broker) closeLocked(e *entry, d Decision, by string, minutes int) bool {
+func (b *Broker) closeLocked(e *entry, d Decision, by string, minutes int, note string) bool {
 	if _, ok := b.pending[e.req.ID]; !ok {
 		return false
 	}
@@ -316,7 +323,7 @@ func (b *Broker) closeLocked(e *entry, d Decision, by string, minutes int) bool 
 	if b.perTenant[e.req.Tenant]--; b.perTenant[e.req.Tenant] <= 0 {
 		delete(b.perTenant, e.req.Tenant)
 	}
-	e.rec = Record{ID: e.req.ID, Tenant: e.req.Tenant, Tool: e.req.Tool, Decision: d, By: by, At: now}
+	e.rec = Record{ID: e.req.ID, Tenant: e.req.Tenant, Tool: e.req.Tool, Decision: d, By: by, At: now, Note: note}
 	if d == Allow {
 		e.rec.Until = now.Add(time.Duration(minutes) * time.Minute)
 		b.rememberLocked(e.key, e.rec)
@@ -333,6 +340,12 @@ func (b *Broker) closeLocked(e *entry, d Decision, by string, minutes int) bool 
 // otherwise. by names who decided. ErrNotFound for an ID that is
 // unknown, forgotten, or another tenant's.
 func (b *Broker) Decide(tenant, id string, d Decision, minutes int, by string) (rec Record, first bool, err error) {
+	return b.DecideNote(tenant, id, d, minutes, by, "")
+}
+
+// DecideNote is Decide with a note on why (Record.Note), for a
+// front-end that decides without asking a person.
+func (b *Broker) DecideNote(tenant, id string, d Decision, minutes int, by, note string) (rec Record, first bool, err error) {
 	if tenant == "" {
 		tenant = "default"
 	}
@@ -346,7 +359,7 @@ func (b *Broker) Decide(tenant, id string, d Decision, minutes int, by string) (
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e, ok := b.pending[id]; ok && e.req.Tenant == tenant {
-		b.closeLocked(e, d, by, minutes)
+		b.closeLocked(e, d, by, minutes, note)
 		return e.rec, true, nil
 	}
 	if r, ok := b.decided[id]; ok && r.Tenant == tenant {
