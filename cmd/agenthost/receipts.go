@@ -25,18 +25,19 @@ import (
 
 // receiptsFlags are the flags of `receipts`.
 type receiptsFlags struct {
-	data, store, tenant, allowed, sigDir string
+	data, store, tenant, allowed, sigDir, file string
 	since                                uint64
 }
 
 func receiptsCommand() command {
 	var f receiptsFlags
 	return command{
-		name: "receipts", usage: "receipts verify|export [--data DIR | --store URL] [--tenant T] [--allowed-signers FILE] [--since SEQ] [--signatures DIR] [--json]",
+		name: "receipts", usage: "receipts verify|export [--data DIR | --store URL | --file EXPORT] [--tenant T] [--allowed-signers FILE] [--since SEQ] [--signatures DIR] [--json]",
 		summary: "check the hash chains of call receipts end to end (exit 1 names the first bad link), or export them as JSON lines",
 		flags: func(fs *flag.FlagSet, e *env) {
 			fs.StringVar(&f.data, "data", "", "the `DIR` of the SQLite history database (default <cache>/serve)")
 			fs.StringVar(&f.store, "store", "", "a PostgreSQL `URL` (postgres://…) holding the history (instead of --data)")
+			fs.StringVar(&f.file, "file", "", "verify: check an export (JSON lines of receipts export, `FILE` or - for stdin) instead of a history")
 			fs.StringVar(&f.tenant, "tenant", "", "only the chain of `TENANT` (default: every tenant's)")
 			fs.StringVar(&f.allowed, "allowed-signers", "", "verify: signatures must be by a key of this allowed-signers `FILE` (ssh-keygen's format) allowed for the namespace agenthost-receipts; without it any key's valid signature counts, named by its fingerprint")
 			fs.Uint64Var(&f.since, "since", 0, "export: the receipts from sequence number `SEQ` on")
@@ -64,6 +65,12 @@ func runReceipts(ctx context.Context, e *env, f *receiptsFlags, args []string) e
 			return usageError{err.Error()}
 		}
 		trust = allowedTrust(signers)
+	}
+	if f.file != "" {
+		if args[0] != "verify" || f.data != "" || f.store != "" {
+			return usageError{"--file is verify's, instead of --data or --store"}
+		}
+		return verifyExport(e, f, trust)
 	}
 	st, err := openHistory(ctx, e, f.data, f.store)
 	if err != nil {
@@ -142,6 +149,116 @@ func verifyReceipts(ctx context.Context, e *env, st *store.Store, tenants []stri
 		if err != nil {
 			return err
 		}
+		bad = bad || rep.Break != nil
+		if e.asJSON {
+			b, _ := json.Marshal(rep)
+			fmt.Fprintln(e.stdout, string(b))
+			continue
+		}
+		fmt.Fprintln(e.stdout, escapeText(describeReport(rep)))
+	}
+	if bad {
+		return exitError{1}
+	}
+	return nil
+}
+
+// verifyExport checks the chains of an export: its lines are read one at
+// a time (each at most receipt.MaxLine), each tenant's receipts in order
+// with its signatures after the receipts they cover, as export writes
+// them; one receipt of look-ahead per tenant, so memory stays bounded.
+func verifyExport(e *env, f *receiptsFlags, trust receipt.Trust) error {
+	in := e.stdin
+	if f.file != "-" {
+		file, err := os.Open(f.file)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		defer file.Close()
+		in = file
+	}
+	type chain struct {
+		v       *receipt.Verifier
+		pending *receipt.Receipt
+	}
+	chains := map[string]*chain{}
+	var order []string
+	get := func(tenant string) (*chain, error) {
+		c := chains[tenant]
+		if c == nil {
+			if len(chains) >= 100000 {
+				return nil, errors.New("the export holds more than 100,000 tenants")
+			}
+			c = &chain{v: receipt.NewVerifier(tenant, trust)}
+			chains[tenant] = c
+			order = append(order, tenant)
+		}
+		return c, nil
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 64<<10), receipt.MaxLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(strings.TrimSpace(sc.Text())) == 0 {
+			continue
+		}
+		var raw struct {
+			Receipt   json.RawMessage `json:"receipt"`
+			Signature json.RawMessage `json:"signature"`
+		}
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&raw); err != nil || (raw.Receipt == nil) == (raw.Signature == nil) {
+			return fmt.Errorf("%s:%d: not an export line (one receipt or one signature)", f.file, line)
+		}
+		if raw.Signature != nil {
+			var s receipt.Signature
+			sd := json.NewDecoder(strings.NewReader(string(raw.Signature)))
+			sd.DisallowUnknownFields()
+			if err := sd.Decode(&s); err != nil {
+				return fmt.Errorf("%s:%d: signature: %v", f.file, line, err)
+			}
+			if f.tenant != "" && s.Tenant != f.tenant {
+				continue
+			}
+			c, err := get(s.Tenant)
+			if err != nil {
+				return err
+			}
+			c.v.Signature(&s)
+			continue
+		}
+		r, err := receipt.Decode(raw.Receipt)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %v", f.file, line, err)
+		}
+		if f.tenant != "" && r.Tenant != f.tenant {
+			continue
+		}
+		c, err := get(r.Tenant)
+		if err != nil {
+			return err
+		}
+		if c.pending != nil {
+			c.v.Receipt(c.pending, r)
+		}
+		c.pending = r
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: line %d: %v", f.file, line+1, err)
+	}
+	if f.tenant != "" && len(order) == 0 {
+		order = append(order, f.tenant)
+		chains[f.tenant] = &chain{v: receipt.NewVerifier(f.tenant, trust)}
+	}
+	bad := false
+	for _, t := range order {
+		c := chains[t]
+		if c.pending != nil {
+			c.v.Receipt(c.pending, nil)
+		}
+		rep := c.v.Done()
 		bad = bad || rep.Break != nil
 		if e.asJSON {
 			b, _ := json.Marshal(rep)

@@ -125,6 +125,35 @@ func TestReceiptsVerify(t *testing.T) {
 		t.Fatalf("export --since 95: exit %d\n%s", code, out)
 	}
 
+	// An export verifies on its own, and a changed one names its first
+	// bad link.
+	_, all, _ := runCLI("receipts", "export", "--data", data)
+	exp := filepath.Join(t.TempDir(), "export.jsonl")
+	os.WriteFile(exp, []byte(all), 0o644)
+	if code, out, errOut := runCLI("receipts", "verify", "--file", exp, "--allowed-signers", allowed); code != 0 || !strings.Contains(out, "tenant acme: 100 receipts, chain whole") || !strings.Contains(out, "tenant beta: 100 receipts, chain whole") || !strings.Contains(out, "signed to the end by ops@example.com") {
+		t.Fatalf("verify --file: exit %d\n%s%s", code, out, errOut)
+	}
+	// acme's lines: receipts 1-40, the signature of 40, 41-80, of 80,
+	// 81-100, of 100; then beta's.
+	lines := strings.SplitAfter(all, "\n")
+	edited := strings.Replace(all, lines[20], strings.Replace(lines[20], `"status":"success"`, `"status":"failure"`, 1), 1)
+	swapped := append([]string{}, lines...)
+	swapped[30], swapped[31] = swapped[31], swapped[30]
+	for name, tc := range map[string]struct{ text, want string }{
+		"edited":  {edited, "BROKEN at receipt"},
+		"swapped": {strings.Join(swapped, ""), "reordered"},
+		"cut":     {strings.Join(append(append([]string{}, lines[:101]...), lines[102:]...), ""), "BROKEN at receipt 100: truncated"},
+	} {
+		os.WriteFile(exp, []byte(tc.text), 0o644)
+		if code, out, errOut := runCLI("receipts", "verify", "--file", exp); code != 1 || !strings.Contains(out, tc.want) {
+			t.Errorf("verify --file, %s export: exit %d\n%s%s", name, code, out, errOut)
+		}
+	}
+	os.WriteFile(exp, []byte("{\"receipt\": {\"v\": 1}, \"extra\": 1}\n"), 0o644)
+	if code, _, _ := runCLI("receipts", "verify", "--file", exp); code != 1 {
+		t.Errorf("verify --file of a bad line: exit %d", code)
+	}
+
 	// Another key is not allowed.
 	other := filepath.Join(t.TempDir(), "allowed_signers")
 	os.WriteFile(other, []byte(`ops@example.com namespaces="agenthost-toolpack" `+strings.SplitN(string(mustRead(t, allowed)), `" `, 2)[1]), 0o644)
