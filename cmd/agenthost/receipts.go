@@ -26,7 +26,7 @@ import (
 // receiptsFlags are the flags of `receipts`.
 type receiptsFlags struct {
 	data, store, tenant, allowed, sigDir, file string
-	since                                uint64
+	since                                      uint64
 }
 
 func receiptsCommand() command {
