@@ -62,8 +62,16 @@ func Run(in Input, call toolcall.Caller) (Output, error) {
 	if len(in.Code) > maxCodeBytes {
 		return Output{}, guest.Errorf(abi.CodeInvalidArguments, "code is %d bytes, more than the %d-byte cap", len(in.Code), maxCodeBytes)
 	}
-	vm := goja.New()
-	p := &program{vm: vm, call: call}
+	p := next
+	next = nil
+	if p == nil {
+		var err error
+		if p, err = newProgram(); err != nil {
+			return Output{}, guest.Errorf(abi.CodeToolError, "set up: %s", err.Error())
+		}
+	}
+	p.call = call
+	vm := p.vm
 	prg, err := goja.Compile("program.js", prologue+"\n"+in.Code+"\n})", false)
 	if err != nil {
 		var serr *goja.CompilerSyntaxError
@@ -84,9 +92,6 @@ func Run(in Input, call toolcall.Caller) (Output, error) {
 			return Output{}, guest.Errorf(abi.CodeInvalidArguments, "input: %s", err.Error())
 		}
 		input = vm.ToValue(v)
-	}
-	if err := p.globals(); err != nil {
-		return Output{}, guest.Errorf(abi.CodeToolError, "set up: %s", err.Error())
 	}
 	fnv, err := vm.RunProgram(prg)
 	if err != nil {
@@ -116,6 +121,16 @@ func Run(in Input, call toolcall.Caller) (Output, error) {
 		return Output{}, guest.Errorf(abi.CodeToolError, "the result is not JSON: %s", err.Error())
 	}
 	return Output{Result: out, Log: p.lines(), LogTruncated: p.truncated, Calls: p.calls}, nil
+}
+
+// newProgram makes a program's runtime with its globals (tools, call,
+// console); Run sets its caller.
+func newProgram() (*program, error) {
+	p := &program{vm: goja.New()}
+	if err := p.globals(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // program is one run's state.

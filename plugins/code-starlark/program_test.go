@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/plugins/internal/toolcall"
@@ -94,4 +96,37 @@ func TestWarmProgram(t *testing.T) {
 	if err != nil || out.Calls != 1 || len(out.Log) != 1 {
 		t.Fatalf("got %+v, %v", out, err)
 	}
+}
+
+// BenchmarkInnerCall is the interpreter's share of one inner call run
+// natively (outside WebAssembly), the reference for the same figure
+// inside the host (host's BenchmarkCodeMode, guest-ns): ((a program of
+// 50 calls − an empty program) / 50, medians over b.N rounds), with the
+// answer decoded as the host's.
+func BenchmarkInnerCall(b *testing.B) {
+	const n = 50
+	loop := Input{Code: "for i in range(50):\n    tools.core.echo(n = i)\nresult = 1"}
+	empty := Input{Code: "result = 1"}
+	var loops, empties []float64
+	for b.Loop() {
+		for _, in := range []Input{loop, empty} {
+			start := time.Now()
+			if _, err := Run(in, Options{Call: toolcall.Echo}); err != nil {
+				b.Fatal(err)
+			}
+			d := float64(time.Since(start))
+			if in.Code == loop.Code {
+				loops = append(loops, d)
+			} else {
+				empties = append(empties, d)
+			}
+		}
+	}
+	b.ReportMetric((median(loops)-median(empties))/n, "inner-ns")
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
 }
