@@ -70,7 +70,7 @@ func newEngine(t *testing.T, st jobs.Store, g *gate, o jobs.Options) *jobs.Engin
 	return e
 }
 
-func openStore(t *testing.T, path string) *store.Store {
+func openStore(t testing.TB, path string) *store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), path)
 	if err != nil {

@@ -83,8 +83,12 @@ func (s *Server) serveModernTask(body []byte) (int, []byte, bool) {
 		if !declared || !ok || !s.async(tool) {
 			return 0, nil, false
 		}
-		info, err := s.startModernTask(tool, r.Params.Arguments)
-		return http.StatusOK, s.taskAnswer(r.ID, info, err), true
+		var created any
+		e, j, err := s.startJob(context.Background(), originModern, tool, r.Params.Arguments)
+		if err == nil {
+			created = s.modernInfo(e, j, "task")
+		}
+		return http.StatusOK, s.taskAnswer(r.ID, created, err), true
 	case "tasks/result", "tasks/list":
 		// The session revision's methods, removed from the extension: its
 		// handlers (tasks.go) must not answer a 2026-07-28 request.
@@ -120,7 +124,7 @@ func (s *Server) serveModernTask(body []byte) (int, []byte, bool) {
 	case "tasks/cancel":
 		// A task that has ended keeps its answer: the cancel is a no-op.
 		if !j.Ended() {
-			if _, err := e.Cancel(ctx, s.taskTenant(), j.ID); err != nil {
+			if _, err := e.Cancel(ctx, s.tasks.tenant, j.ID); err != nil {
 				return http.StatusOK, s.taskAnswer(r.ID, nil, err), true
 			}
 		}
@@ -162,14 +166,4 @@ func (s *Server) modernInfo(e *jobs.Engine, j store.Job, resultType string) mode
 	return modernTaskInfo{ResultType: resultType, TaskID: i.TaskID, Status: status, StatusMessage: i.StatusMessage,
 		CreatedAt: i.CreatedAt, LastUpdatedAt: i.LastUpdatedAt, TTLMs: i.TTL, PollIntervalMs: i.PollInterval, Result: result,
 		Meta: map[string]any{sdk.MetaKeyServerInfo: s.info}}
-}
-
-// startModernTask starts the call as a job of no session and returns
-// the task as created.
-func (s *Server) startModernTask(tool string, args json.RawMessage) (modernTaskInfo, error) {
-	e, j, err := s.startJob(context.Background(), originModern, tool, args)
-	if err != nil {
-		return modernTaskInfo{}, err
-	}
-	return s.modernInfo(e, j, "task"), nil
 }

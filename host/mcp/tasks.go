@@ -3,6 +3,7 @@ package mcp
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -87,118 +88,92 @@ type taskInfo struct {
 	PollInterval  int64  `json:"pollInterval"`
 }
 
-// tasks links a server to its job engine.
+// tasks links a server to the engine its tasks are jobs of.
 type tasks struct {
 	mu       sync.Mutex
-	own      *jobs.Engine                  // the server's own engine, made at its first task
-	ownStore *store.Store                  // its in-memory store
+	e        *jobs.Engine // Options.Jobs, or the server's own, made at its first task
+	own      *store.Store // the own engine's in-memory store
+	tenant   string
 	sessions map[*sdk.ServerSession]string // the origin of each session with tasks
 	draining bool
-	closed   bool
-	watchers sync.WaitGroup // progress notifiers
-	stop     chan struct{}  // closed by close: the notifiers end
+	ctx      context.Context // ends at close: the progress notifiers stop
+	cancel   context.CancelFunc
 }
 
-// engine is the engine tasks run on: Options.Jobs, else the server's own.
+// engine is the engine of the tasks; it makes the server's own (over an
+// in-memory store) at the first task of a server without Options.Jobs.
 func (s *Server) engine() (*jobs.Engine, error) {
-	if s.jobs != nil {
-		return s.jobs, nil
-	}
 	ts := &s.tasks
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if ts.closed {
+	if ts.e != nil {
+		return ts.e, nil
+	} else if ts.ctx.Err() != nil {
 		return nil, jobs.ErrDraining
 	}
-	if ts.own != nil {
-		return ts.own, nil
+	st, err := store.Open(ts.ctx, ":memory:")
+	if err == nil {
+		ts.e, err = jobs.New(ts.ctx, jobs.Options{Store: st, MaxQueued: MaxTasks, TTL: DefaultTaskTTL, Logger: s.log.Named("tasks"),
+			Run: func(ctx context.Context, _, tool string, args json.RawMessage) (abi.Envelope, error) {
+				return s.h.Call(ctx, tool, args), nil
+			}})
+		if err != nil {
+			st.Close()
+		}
+		ts.own = st
 	}
-	ctx := context.Background()
-	st, err := store.Open(ctx, ":memory:")
-	if err != nil {
-		return nil, err
-	}
-	e, err := jobs.New(ctx, jobs.Options{Store: st, MaxQueued: MaxTasks, TTL: DefaultTaskTTL, Logger: s.log.Named("tasks"),
-		Run: func(ctx context.Context, _, tool string, args json.RawMessage) (abi.Envelope, error) {
-			return s.h.Call(ctx, tool, args), nil
-		}})
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	ts.own, ts.ownStore = e, st
-	return e, nil
+	return ts.e, err
 }
 
-// taskTenant is the tenant whose jobs the tasks are.
-func (s *Server) taskTenant() string {
-	if s.tenant == "" {
-		return "local"
-	}
-	return s.tenant
-}
-
-// origin is the origin of ss's tasks, made (and its end watched) at its
-// first task when create is set; "" when it has none.
+// origin is the origin of ss's tasks ("" when it has none), made at its
+// first task when create is set: a random name, as stdio sessions have
+// no ID. The end of the session cancels its unfinished tasks, which
+// nobody else may see.
 func (s *Server) origin(ss *sdk.ServerSession, create bool) string {
 	ts := &s.tasks
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	o, ok := ts.sessions[ss]
-	if !ok && create {
-		// A random name, not the session's ID: stdio sessions have none.
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		o = "mcp:" + hex.EncodeToString(b[:])
-		ts.sessions[ss] = o
-		go s.endSession(ss, o)
+	if ok || !create {
+		return o
 	}
-	return o
-}
-
-// endSession waits for ss to end, then cancels its unfinished tasks.
-func (s *Server) endSession(ss *sdk.ServerSession, origin string) {
-	_ = ss.Wait()
-	s.tasks.mu.Lock()
-	delete(s.tasks.sessions, ss)
-	s.tasks.mu.Unlock()
-	e, err := s.engine()
-	if err != nil {
-		return
-	}
-	ctx := context.Background()
-	tenant := s.taskTenant()
-	for after := ""; ; {
-		page, err := e.List(ctx, tenant, jobs.ListOptions{Origin: origin, After: after})
-		if err != nil || len(page) == 0 {
-			return
-		}
-		for _, j := range page {
-			if !j.Ended() {
-				if _, err := e.Cancel(ctx, tenant, j.ID); err != nil {
-					s.log.Error("cancelling a task of an ended session", "task", j.ID, "error", err)
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	o = "mcp:" + hex.EncodeToString(b[:])
+	ts.sessions[ss] = o
+	go func() {
+		_ = ss.Wait()
+		ts.mu.Lock()
+		delete(ts.sessions, ss)
+		ts.mu.Unlock()
+		e, err := s.engine()
+		for after := ""; err == nil; {
+			var page []store.Job
+			if page, err = e.List(ts.ctx, ts.tenant, jobs.ListOptions{Origin: o, After: after}); len(page) == 0 {
+				return
+			}
+			for _, j := range page {
+				if !j.Ended() {
+					_, _ = e.Cancel(ts.ctx, ts.tenant, j.ID)
 				}
 			}
+			after = page[len(page)-1].ID
 		}
-		after = page[len(page)-1].ID
-	}
+	}()
+	return o
 }
 
 // close stops the progress notifiers and the server's own engine (its
 // running tasks end interrupted, their guests stopped).
 func (ts *tasks) close() {
 	ts.mu.Lock()
-	if !ts.closed {
-		close(ts.stop)
-	}
-	ts.closed, ts.draining = true, true
-	own, st := ts.own, ts.ownStore
-	ts.own = nil
+	ts.cancel()
+	own, st := ts.own, ts.own != nil
+	e := ts.e
 	ts.mu.Unlock()
-	ts.watchers.Wait()
-	if own != nil {
+	if st {
+		e.Close()
 		own.Close()
-		st.Close()
 	}
 }
 
@@ -207,11 +182,10 @@ func (ts *tasks) close() {
 // tasks are served as before.
 func (s *Server) Drain() {
 	s.tasks.mu.Lock()
+	defer s.tasks.mu.Unlock()
 	s.tasks.draining = true
-	own := s.tasks.own
-	s.tasks.mu.Unlock()
-	if own != nil {
-		own.Drain()
+	if s.tasks.own != nil {
+		s.tasks.e.Drain()
 	}
 }
 
@@ -220,12 +194,12 @@ func (s *Server) Drain() {
 // engine's owner waits for its jobs.
 func (s *Server) Wait(ctx context.Context) error {
 	s.tasks.mu.Lock()
-	own := s.tasks.own
+	e, own := s.tasks.e, s.tasks.own != nil
 	s.tasks.mu.Unlock()
-	if own == nil {
+	if !own {
 		return nil
 	}
-	return own.Wait(ctx)
+	return e.Wait(ctx)
 }
 
 // TaskDone returns a channel closed when the task id's call has ended
@@ -233,7 +207,7 @@ func (s *Server) Wait(ctx context.Context) error {
 // no such call.
 func (s *Server) TaskDone(id string) <-chan struct{} {
 	if e, err := s.engine(); err == nil {
-		if ch := e.Done(s.taskTenant(), id); ch != nil {
+		if ch := e.Done(s.tasks.tenant, id); ch != nil {
 			return ch
 		}
 	}
@@ -248,51 +222,42 @@ func invalidParams(format string, a ...any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, a...)}
 }
 
-// startError is the JSON-RPC error of a task the engine would not start.
-func startError(err error) error {
-	if errors.Is(err, jobs.ErrDraining) {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is shutting down: it takes no new task"}
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task cannot be started: " + err.Error()}
+// internalError is the JSON-RPC error of a task the engine could not
+// serve.
+func internalError(format string, a ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(format, a...)}
 }
 
 // startJob starts a task's call as a job of origin, once the origin's
-// quota (MaxSessionTasks; MaxTasks in all on the server's own engine)
+// quota (MaxSessionTasks; on the server's own engine, MaxTasks in all)
 // has room.
 func (s *Server) startJob(ctx context.Context, origin, tool string, args json.RawMessage) (*jobs.Engine, store.Job, error) {
 	s.tasks.mu.Lock()
 	draining := s.tasks.draining
 	s.tasks.mu.Unlock()
 	e, err := s.engine()
-	if draining || err != nil {
-		return nil, store.Job{}, startError(cmpErr(err, jobs.ErrDraining))
+	if draining || errors.Is(err, jobs.ErrDraining) || errors.Is(err, context.Canceled) {
+		return nil, store.Job{}, internalError("the server is shutting down: it takes no new task")
 	}
-	tenant := s.taskTenant()
-	n, err := e.Count(ctx, tenant, origin, MaxSessionTasks)
-	if err == nil && n >= MaxSessionTasks {
-		err = fmt.Errorf("too many tasks: this session holds %d, its limit; tasks are kept for %s after they end", n, e.TTL())
+	quota, n := MaxSessionTasks, 0
+	if err == nil {
+		n, err = e.Count(ctx, s.tasks.tenant, origin, quota)
 	}
-	if err == nil && s.jobs == nil {
-		if n, err = e.Count(ctx, tenant, "", MaxTasks); err == nil && n >= MaxTasks {
-			err = fmt.Errorf("too many tasks: the server holds %d, its limit; tasks are kept for %s after they end", n, e.TTL())
-		}
+	if err == nil && n < quota && s.tasks.own != nil {
+		quota = MaxTasks
+		n, err = e.Count(ctx, s.tasks.tenant, "", quota)
+	}
+	if err == nil && n >= quota {
+		err = fmt.Errorf("too many tasks: %d kept, the limit (tasks are kept for %s after they end)", n, e.TTL())
+	}
+	var j store.Job
+	if err == nil {
+		j, err = e.Start(ctx, s.tasks.tenant, jobs.Request{Tool: tool, Args: args, Origin: origin})
 	}
 	if err != nil {
-		return nil, store.Job{}, startError(err)
-	}
-	j, err := e.Start(ctx, tenant, jobs.Request{Tool: tool, Args: args, Origin: origin})
-	if err != nil {
-		return nil, store.Job{}, startError(err)
+		return nil, store.Job{}, internalError("the task cannot be started: %s", err.Error())
 	}
 	return e, j, nil
-}
-
-// cmpErr is err, or def when err is nil.
-func cmpErr(err, def error) error {
-	if err != nil {
-		return err
-	}
-	return def
 }
 
 // taskState is a job as a task: its status, message and, once ended,
@@ -306,8 +271,6 @@ func taskState(j store.Job) (status, message string, res *sdk.CallToolResult) {
 		env = abi.Failure(j.Tool, abi.Errorf(abi.CodeMayHaveRun, "%s", j.Error.Message))
 	case j.Status == store.JobQueued:
 		return TaskWorking, "the call waits for one of the tenant's places", nil
-	case j.CancelRequested:
-		return TaskWorking, "the call is running; its cancel was asked", nil
 	default:
 		return TaskWorking, "the call is running", nil
 	}
@@ -323,11 +286,7 @@ func taskState(j store.Job) (status, message string, res *sdk.CallToolResult) {
 	case env.Error.Code == abi.CodeCancelled:
 		return TaskCancelled, "the call was cancelled", res
 	}
-	message = "the call failed"
-	if tc, ok := res.Content[0].(*sdk.TextContent); ok {
-		message = tc.Text
-	}
-	return TaskFailed, message, res
+	return TaskFailed, res.Content[0].(*sdk.TextContent).Text, res
 }
 
 // taskInfoOf is j as a task on the wire.
@@ -341,31 +300,26 @@ func (s *Server) taskInfoOf(e *jobs.Engine, j store.Job) taskInfo {
 // taskJob returns the job of the task id of origin: another session's,
 // another tenant's, an unknown or a forgotten task is not found alike.
 func (s *Server) taskJob(ctx context.Context, origin, id string) (*jobs.Engine, store.Job, error) {
-	if id == "" {
-		return nil, store.Job{}, invalidParams("the params hold no taskId")
-	}
 	e, err := s.engine()
 	if err != nil {
-		return nil, store.Job{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		return nil, store.Job{}, internalError("%s", err.Error())
 	}
-	j, err := e.Get(ctx, s.taskTenant(), id)
+	j, err := e.Get(ctx, s.tasks.tenant, id)
 	if errors.Is(err, jobs.ErrNotFound) || (err == nil && (origin == "" || j.Origin != origin)) {
 		return nil, store.Job{}, invalidParams("no task %q (unknown, or its ttl has passed)", id)
-	}
-	if err != nil {
-		return nil, store.Job{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	} else if err != nil {
+		return nil, store.Job{}, internalError("%s", err.Error())
 	}
 	return e, j, nil
 }
 
-// taskCallParams are the params of a task-augmented tools/call.
+// taskCallParams are the params of a task-augmented tools/call. Its
+// "task" (a ttl the client would like) is not read: a task is kept for
+// its engine's TTL, the ttl every task shows.
 type taskCallParams struct {
 	sdk.ParamsBase
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Task      struct {
-		TTL *int64 `json:"ttl,omitempty"`
-	} `json:"task"`
 }
 
 // taskParams are the params of tasks/get, tasks/result and tasks/cancel.
@@ -426,7 +380,9 @@ func (r listToolsResult) MarshalJSON() ([]byte, error) {
 
 // serveTasks adds the task methods to s's SDK server.
 func (s *Server) serveTasks() {
-	s.tasks.sessions, s.tasks.stop = map[*sdk.ServerSession]string{}, make(chan struct{})
+	s.tasks.e, s.tasks.tenant = s.jobs, cmp.Or(s.tenant, "local")
+	s.tasks.sessions = map[*sdk.ServerSession]string{}
+	s.tasks.ctx, s.tasks.cancel = context.WithCancel(context.Background())
 	must := func(err error) {
 		if err != nil {
 			panic(err) // only a name clash with a standard method fails, fixed at build time
@@ -454,7 +410,8 @@ func (p *taskParams) id() string {
 }
 
 // startTask starts the call as a job and answers with its task at once.
-// A progressToken gets a notification at each change of the job.
+// A progressToken gets a progress notification at each change of the
+// job, from the engine's events, until it ends or the server closes.
 func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCallParams) (*createTaskResult, error) {
 	if p == nil {
 		return nil, invalidParams("a tools/call needs params")
@@ -470,102 +427,60 @@ func (s *Server) startTask(ctx context.Context, ss *sdk.ServerSession, p *taskCa
 		return nil, err
 	}
 	if token := p.Meta["progressToken"]; token != nil {
-		s.notifyProgress(e, ss, j.ID, token)
+		if ev, err := e.Events(s.tasks.ctx, s.tasks.tenant, j.ID); err == nil {
+			go func() {
+				for j := range ev {
+					status, message, _ := taskState(j)
+					_ = ss.NotifyProgress(s.tasks.ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: map[bool]float64{true: 1}[j.Ended()],
+						Total: 1, Message: status + ": " + message, Meta: sdk.Meta{metaRelatedTask: map[string]string{"taskId": j.ID}}})
+				}
+			}()
+		}
 	}
 	return &createTaskResult{Task: s.taskInfoOf(e, j)}, nil
-}
-
-// notifyProgress sends a progress notification for token at each change
-// of the task id's job, from the engine's events, until it ends (or the
-// server closes).
-func (s *Server) notifyProgress(e *jobs.Engine, ss *sdk.ServerSession, id string, token any) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ev, err := e.Events(ctx, s.taskTenant(), id)
-	if err != nil {
-		cancel()
-		return
-	}
-	s.tasks.mu.Lock()
-	if s.tasks.closed {
-		s.tasks.mu.Unlock()
-		cancel()
-		return
-	}
-	s.tasks.watchers.Add(1)
-	s.tasks.mu.Unlock()
-	go func() {
-		defer s.tasks.watchers.Done()
-		defer cancel()
-		go func() {
-			select {
-			case <-s.tasks.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		for j := range ev {
-			status, message, _ := taskState(j)
-			p := 0.0
-			if j.Ended() {
-				p = 1
-			}
-			_ = ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: 1, Message: status + ": " + message,
-				Meta: sdk.Meta{metaRelatedTask: map[string]string{"taskId": id}}})
-		}
-	}()
 }
 
 // taskResult waits for the task to end and answers what the call would
 // have answered, tied to the task by _meta.
 func (s *Server) taskResult(ctx context.Context, ss *sdk.ServerSession, p *taskParams) (*sdk.CallToolResult, error) {
 	e, j, err := s.taskJob(ctx, s.origin(ss, false), p.id())
-	if err != nil {
-		return nil, err
-	}
-	if j, err = e.WaitJob(ctx, s.taskTenant(), j.ID); err != nil {
-		return nil, err
+	if err == nil {
+		j, err = e.WaitJob(ctx, s.tasks.tenant, j.ID)
 	}
 	_, _, res := taskState(j)
-	return res, nil
+	return res, err
 }
 
 // listTasks pages through the session's tasks, oldest first; the cursor
 // is the ID of the last task of the page before.
 func (s *Server) listTasks(ctx context.Context, ss *sdk.ServerSession, p *listTasksParams) (*listTasksResult, error) {
 	res := &listTasksResult{Tasks: []taskInfo{}}
-	origin := s.origin(ss, false)
-	cursor := ""
+	origin, cursor := s.origin(ss, false), ""
 	if p != nil {
 		cursor = p.Cursor
 	}
-	if cursor != "" {
-		if _, _, err := s.taskJob(ctx, origin, cursor); err != nil {
-			return nil, invalidParams("the cursor %q is not one this server gave", cursor)
-		}
+	e, _, err := s.taskJob(ctx, origin, cursor)
+	if cursor == "" {
+		e, err = s.engine()
+	} else if err != nil {
+		return nil, invalidParams("the cursor %q is not one this server gave", cursor)
 	}
-	if origin == "" {
-		return res, nil
+	if err != nil || origin == "" {
+		return res, err
 	}
-	e, err := s.engine()
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-	}
-	page, err := e.List(ctx, s.taskTenant(), jobs.ListOptions{Origin: origin, After: cursor, Limit: taskPage})
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-	}
+	page, err := e.List(ctx, s.tasks.tenant, jobs.ListOptions{Origin: origin, After: cursor, Limit: taskPage})
 	for _, j := range page {
 		res.Tasks = append(res.Tasks, s.taskInfoOf(e, j))
 	}
 	if len(page) == taskPage {
 		res.NextCursor = page[len(page)-1].ID
 	}
-	return res, nil
+	return res, err
 }
 
 // cancelTask stops a running task's call (the guest is stopped) and
-// answers the task once it has ended. A task that has ended is refused
-// with invalid params, as the revision requires, its final state in the
+// answers the task once it has ended. An ended task is refused with
+// invalid params, as the revision requires, its final state in the
 // error's data: the cancel changes nothing.
 func (s *Server) cancelTask(ctx context.Context, ss *sdk.ServerSession, p *taskParams) (*taskResult, error) {
 	e, j, err := s.taskJob(ctx, s.origin(ss, false), p.id())
@@ -573,10 +488,8 @@ func (s *Server) cancelTask(ctx context.Context, ss *sdk.ServerSession, p *taskP
 		return nil, err
 	}
 	if !j.Ended() {
-		if j, err = e.Cancel(ctx, s.taskTenant(), j.ID); err != nil {
-			return nil, err
-		}
-		return &taskResult{taskInfo: s.taskInfoOf(e, j)}, nil
+		j, err = e.Cancel(ctx, s.tasks.tenant, j.ID)
+		return &taskResult{taskInfo: s.taskInfoOf(e, j)}, err
 	}
 	info := s.taskInfoOf(e, j)
 	data, _ := json.Marshal(info)
