@@ -131,7 +131,9 @@ func (s *Server) callApproved(ctx context.Context, req *sdk.CallToolRequest, nam
 			nctx, d := approval.NoWait(ctx)
 			env := s.call(nctx, req, id)
 			if need, ok := d.Needed(); ok && refusedFor(env, need.Request.ID) {
-				return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{approvalKey: elicitation(name, need.Request)},
+				// Content is empty, not absent: the SDK writes a nil one as
+				// null, which no client's schema takes.
+				return &sdk.CallToolResult{Content: []sdk.Content{}, InputRequests: sdk.InputRequestMap{approvalKey: elicitation(name, need.Request)},
 					RequestState: need.State}, nil
 			}
 			return resultOf(name, env), nil
