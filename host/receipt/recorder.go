@@ -47,10 +47,11 @@ type RecorderOptions struct {
 	// Batch caps the receipts written in one transaction (DefaultBatch
 	// when 0).
 	Batch int
-	// Linger is how long the writer waits for more receipts to fill a
-	// batch before it writes a short one (DefaultLinger when 0; negative:
-	// no wait). One transaction per batch, not per call, is what keeps
-	// the database's cost per receipt low.
+	// Linger is how long the writer lets receipts gather after the first
+	// before it writes them (DefaultLinger when 0; negative: no wait).
+	// One transaction per batch, not per call, keeps the database's cost
+	// per receipt low, and a call's send into the queue then rarely has
+	// to wake the writer.
 	Linger time.Duration
 	// SendTimeout is how long Record waits for room in a full queue
 	// before the receipt is counted lost (DefaultSendTimeout when 0).
@@ -232,75 +233,61 @@ func (rec *Recorder) loop() {
 	tick := time.NewTicker(rec.opts.SignInterval)
 	defer tick.Stop()
 	batch := make([]*Receipt, 0, rec.opts.Batch)
+	// take handles one item; it reports false once the queue is closed.
+	take := func(it item, ok bool) bool {
+		if !ok {
+			rec.write(batch)
+			batch = batch[:0]
+			rec.signAll()
+			return false
+		}
+		if it.r != nil {
+			if batch = append(batch, it.r); len(batch) == rec.opts.Batch {
+				rec.write(batch)
+				batch = batch[:0]
+			}
+			return true
+		}
+		// A flush: what came before it is written (and signed) first.
+		err := rec.write(batch)
+		batch = batch[:0]
+		if it.sign {
+			if serr := rec.signAll(); err == nil {
+				err = serr
+			}
+		}
+		it.done <- err
+		return true
+	}
 	for {
-		var it item
-		var ok bool
+		// Block for the first receipt (or the signing tick).
 		select {
-		case it, ok = <-rec.queue:
+		case it, ok := <-rec.queue:
+			if !take(it, ok) {
+				return
+			}
 		case <-tick.C:
 			rec.signAll()
 			continue
 		}
-		if !ok {
-			rec.signAll()
-			return
+		// Then let more arrive without a wake-up per call: a send into
+		// the buffered queue does not wake the writer while it sleeps.
+		if rec.opts.Linger > 0 {
+			time.Sleep(rec.opts.Linger)
 		}
-		var flushes []item
-		take := func(it item) {
-			if it.r != nil {
-				batch = append(batch, it.r)
-			} else {
-				flushes = append(flushes, it)
-			}
-		}
-		take(it)
-		var linger <-chan time.Time
-		var timer *time.Timer
-		if rec.opts.Linger > 0 && len(flushes) == 0 {
-			timer = time.NewTimer(rec.opts.Linger)
-			linger = timer.C
-		}
-	fill:
-		for len(batch) < rec.opts.Batch && len(flushes) == 0 {
+	drain:
+		for {
 			select {
-			case it, ok = <-rec.queue:
-				if !ok {
-					break fill
+			case it, ok := <-rec.queue:
+				if !take(it, ok) {
+					return
 				}
-				take(it)
-				continue
 			default:
-			}
-			if linger == nil {
-				break
-			}
-			select {
-			case it, ok = <-rec.queue:
-				if !ok {
-					break fill
-				}
-				take(it)
-			case <-linger:
-				break fill
+				break drain
 			}
 		}
-		if timer != nil {
-			timer.Stop()
-		}
-		err := rec.write(batch)
+		rec.write(batch)
 		batch = batch[:0]
-		for _, f := range flushes {
-			if f.sign {
-				if serr := rec.signAll(); err == nil {
-					err = serr
-				}
-			}
-			f.done <- err
-		}
-		if !ok {
-			rec.signAll()
-			return
-		}
 	}
 }
 
