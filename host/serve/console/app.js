@@ -67,6 +67,7 @@ function show(view) {
   if (view === "jobs") return loadJobs();
   if (view === "analytics") return loadAnalytics();
   if (view === "audit") return loadAudit();
+  if (view === "approvals") return loadApprovals();
 }
 
 // Live status: readiness every few seconds, in a line of its own, so it
@@ -786,3 +787,55 @@ window.addEventListener("hashchange", () => {
   }
   form.dataset.ready = "";
 })();
+
+// --- Approvals: the calls waiting for a person's decision, with what
+// they would do (arguments, grant) and why they wait (risks). The list
+// refreshes while the view is open; the first decision wins, and a late
+// one is told what it was.
+async function loadApprovals() {
+  clearTimeout(state.approvalsTimer);
+  try {
+    const list = await getJSON("/v1/approvals");
+    const body = document.querySelector("#approval-table tbody");
+    const shown = new Set([...body.querySelectorAll("tr[data-approval]")].map((tr) => tr.dataset.approval));
+    const now = new Set(list.approvals.map((a) => a.id));
+    // Rebuild only when the set changed: a row being read stays put.
+    if (!body.children.length || shown.size !== now.size || [...now].some((id) => !shown.has(id))) {
+      body.replaceChildren(...list.approvals.slice(0, MAX_ROWS).map(approvalRow));
+      if (!list.approvals.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No call is waiting.")));
+    }
+    if (state.view === "approvals") status(`${list.approvals.length} waiting`);
+  } catch (e) { status(e.message, true); }
+  if (state.view === "approvals") state.approvalsTimer = setTimeout(loadApprovals, 2000);
+}
+function approvalRow(a) {
+  const g = a.grant || {};
+  const grant = [["read", g.read], ["write", g.write], ["hosts", g.hosts], ["env", g.env], ["credentials", g.credentials]]
+    .filter(([, v]) => v && v.length).map(([k, v]) => k + " " + v.join(", "));
+  const decide = async (decision) => {
+    const body = { decision };
+    if (decision === "allow") body.minutes = Number($("approve-minutes").value) || 15;
+    for (const b of tr.querySelectorAll("button")) b.disabled = true;
+    try {
+      const res = await fetch("/v1/approvals/" + encodeURIComponent(a.id), { method: "POST", headers: { Authorization: "Bearer " + state.token, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+      if (res.status === 401) { staleToken(); return; }
+      const out = await res.json();
+      const said = $("approval-result");
+      said.classList.toggle("bad", !res.ok);
+      if (res.status === 409) said.textContent = `${a.tool}: already decided: ${out.approval.decision} by ${out.approval.by || "nobody"}`;
+      else if (!res.ok) said.textContent = `${res.status} ${out.error?.code}: ${out.error?.message}`;
+      else said.textContent = `${a.tool}: ${out.approval.decision} (${out.approval.by})`;
+    } catch (e) { status(e.message, true); }
+    tr.remove();
+    loadApprovals();
+  };
+  const button = (label, decision) => { const b = el("button", { type: "button", "data-decision": decision }, label); b.onclick = () => decide(decision); return b; };
+  const tr = el("tr", { "data-approval": a.id },
+    el("td", {}, el("code", {}, a.tool), el("br"), el("span", { class: "muted" }, (a.tenant || "") + " · " + when(a.created))),
+    el("td", { class: "args" }, jsonTree(a.arguments)),
+    el("td", {}, grant.join("; ") || "nothing beyond its own memory", g.timeoutMs ? el("br") : null, g.timeoutMs ? `timeout ${g.timeoutMs} ms` : null),
+    el("td", { class: "risk" }, (a.risks || []).join(", ") || "the tool itself"),
+    el("td", {}, when(a.expires)),
+    el("td", { class: "buttons" }, button("Allow once", "allow-once"), " ", button("Allow for minutes", "allow"), " ", button("Deny", "deny")));
+  return tr;
+}
