@@ -24,6 +24,18 @@ type approveFlags struct {
 	broker  *approval.Broker
 }
 
+// serveApprovals makes the one broker serve's tenants share, so that the
+// bounds on waiting calls hold for the whole server; its requests are
+// answered over HTTP, in the console, and by the MCP and AG-UI clients.
+func (e *env) serveApprovals() error {
+	b, err := approval.NewBroker(approval.Options{})
+	if err != nil {
+		return err
+	}
+	e.approve.broker = b
+	return nil
+}
+
 // approveFlagSet adds --approve and --approve-minutes.
 func approveFlagSet(fs *flag.FlagSet, e *env) {
 	fs.Var(&e.approve.tools, "approve", "pre-approve (once each) the calls of tools matching `GLOB` that the policy's approve rules make wait, for scripts with no terminal to ask on (repeatable; \"*\": every tool)")

@@ -331,6 +331,10 @@ func (e *env) buildTenants(ctx context.Context, root, authPath string, profiles 
 	var hosts []*host.Host
 	data := e.serveData(root)
 	own := map[string]string{}
+	// One approval broker for every tenant: its bounds on waiting calls are the server's (approve.go).
+	if err := e.serveApprovals(); err != nil {
+		return nil, nil, nil, err
+	}
 	add := func(name, policyFile string, profileDirs []string) error {
 		saved, savedCache := e.policy, e.cacheDir
 		defer func() { e.policy, e.cacheDir, e.workspace = saved, savedCache, "" }()
