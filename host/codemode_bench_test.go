@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,8 +22,9 @@ import (
 // the median of the inner calls themselves, and step-overhead-ns is
 // guest-ns + host-ns − direct-ns: the overhead from per-call medians,
 // which a loaded machine's pauses (a whole program's time takes them
-// all in) do not move. Medians over b.N rounds (direct-ns: 5 calls a
-// round).
+// all in) do not move. cpu-inner-ns is inner-ns in the process's CPU
+// time (the pools' background work included). Medians over b.N rounds
+// (direct-ns: 5 calls a round).
 func BenchmarkCodeMode(b *testing.B) {
 	const n = 50
 	langs := []struct{ tool, first, empty, loop string }{
@@ -64,7 +66,7 @@ func BenchmarkCodeMode(b *testing.B) {
 			for range 3 { // warm the pools of both tools
 				call(ctx, lang.loop)
 			}
-			var firsts, directs, empties, loops []float64
+			var firsts, directs, empties, loops, cpuLoops, cpuEmpties []float64
 			for b.Loop() {
 				var start time.Time
 				var reached time.Duration
@@ -85,7 +87,12 @@ func BenchmarkCodeMode(b *testing.B) {
 					directs = append(directs, float64(time.Since(t)))
 				}
 				empties = append(empties, float64(call(ctx, lang.empty)))
+				c := codeCPU()
 				loops = append(loops, float64(call(ctx, lang.loop)))
+				cpuLoops = append(cpuLoops, float64(codeCPU()-c))
+				c = codeCPU()
+				call(ctx, lang.empty)
+				cpuEmpties = append(cpuEmpties, float64(codeCPU()-c))
 				mark = time.Time{}
 				call(timed, lang.loop)
 			}
@@ -97,6 +104,14 @@ func BenchmarkCodeMode(b *testing.B) {
 			b.ReportMetric(median(guests), "guest-ns")
 			b.ReportMetric(median(hosts), "host-ns")
 			b.ReportMetric(median(guests)+median(hosts)-median(directs), "step-overhead-ns")
+			b.ReportMetric((median(cpuLoops)-median(cpuEmpties))/n, "cpu-inner-ns")
 		})
 	}
+}
+
+// codeCPU is the process's user and system CPU time so far.
+func codeCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
