@@ -264,8 +264,9 @@ func TestReplayRefusals(t *testing.T) {
 	})
 }
 
-// TestReplayNotReplayable: calls of a script tool and of an Extism tool
-// have receipts but are reported as not replayable, each with why.
+// TestReplayNotReplayable: calls of a script tool, of an Extism tool and
+// of a code-mode program have receipts but are reported as not
+// replayable, each with why.
 func TestReplayNotReplayable(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")
@@ -277,15 +278,20 @@ func TestReplayNotReplayable(t *testing.T) {
 		// replayed, whether it ran or not.
 		_ = h.Call(ctx, "py:markdown-outline", json.RawMessage(`{"markdown":"# A\n## B\n"}`))
 		_ = h.Call(ctx, "web:extract-links", json.RawMessage(`{"html":"<a href=\"https://example.com\">x</a>"}`))
+		// A code-mode program's inner calls answer from outside the record.
+		if _, err := h.RunExamples(ctx, "code:starlark"); err != nil {
+			t.Fatal(err)
+		}
 	})
 	code, out := re.replay(t, nil, "--since", "1", "--json")
 	got := decodeReplay(t, out)
-	if code != 1 || got.Summary.NotReplayable != 2 {
+	if code != 1 || got.Summary.NotReplayable < 3 || got.Summary.Match+got.Summary.Mismatch > 0 {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	for _, want := range []struct{ tool, why string }{
 		{"py:markdown-outline", "native interpreter"},
 		{"web:extract-links", "Extism guest's host functions"},
+		{"code:starlark", "called other tools"},
 	} {
 		found := false
 		for _, l := range got.Results {
