@@ -42,7 +42,7 @@ type serveFlags struct {
 	otlpSample                                       float64
 	drain                                            time.Duration
 	profiles                                         multiFlag
-	noAuth                                           bool
+	noAuth, mcpCodeMode                              bool
 	nats                                             natsFlags
 	receipt                                          receiptFlags
 }
@@ -63,6 +63,7 @@ func serveCommand() command {
 			fs.Float64Var(&s.otlpSample, "otlp-sample", 1, "the `RATIO` of calls traced with --otlp (0 < RATIO ≤ 1; a span follows its parent's decision)")
 			s.nats.register(fs, "run tool calls on workers (agenthost worker) over the NATS JetStream server at `URL` instead of in this process")
 			fs.DurationVar(&s.drain, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long the calls, runs and jobs in progress may go on to finish (nothing new starts); past it the jobs still running are stopped and answer MAY_HAVE_RUN")
+			fs.BoolVar(&s.mcpCodeMode, "mcp-code-mode", false, "also serve run_code and search_tools at /mcp (a program that calls the tenant's tools as functions; docs/CODEMODE.md)")
 			fs.BoolVar(&s.noAuth, "no-auth", false, "take every request without a token, as the one tenant with every scope (loopback only: for local clients that cannot send a token, such as the MCP conformance suite)")
 			s.receipt.register(fs)
 			fs.Var(&s.profiles, "profiles", "a `DIR` of agent profiles (*.profile.json, agent_profile.json) for the tenant without --auth (repeatable)")
@@ -194,7 +195,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			return d.Depth(qctx)
 		}
 	}
-	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, Logger: e.log.Named("serve"), Remote: remote, QueueDepth: depth, Collectors: collectors, Instance: s.instance})
+	api, err := serve.New(serve.Options{Tenants: tenants, Auth: auth, Store: st, Logger: e.log.Named("serve"), Remote: remote, QueueDepth: depth, Collectors: collectors, Instance: s.instance, MCPCodeMode: s.mcpCodeMode})
 	if err != nil {
 		return err
 	}

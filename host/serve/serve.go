@@ -83,6 +83,9 @@ type Options struct {
 	// operator scope, with the process's metrics (the queue's count of
 	// rejected messages, with Remote).
 	Collectors []prometheus.Collector
+	// MCPCodeMode adds run_code and search_tools to every tenant's /mcp
+	// (mcp.Options.CodeMode; docs/CODEMODE.md).
+	MCPCodeMode bool
 }
 
 // DefaultHeaderTimeout is Options.HeaderTimeout's default.
@@ -140,7 +143,7 @@ func New(o Options) (*Server, error) {
 	for name, t := range o.Tenants {
 		// An MCP client that cannot be asked (no elicitation) waits for
 		// the console or the HTTP API to decide its calls.
-		s.mcp[name] = mcp.New(t.Host, mcp.Options{Jobs: e, Tenant: name, Approvers: "the console or with POST /v1/approvals/{id} (listed by GET /v1/approvals)"})
+		s.mcp[name] = mcp.New(t.Host, mcp.Options{Jobs: e, Tenant: name, CodeMode: o.MCPCodeMode, Approvers: "the console or with POST /v1/approvals/{id} (listed by GET /v1/approvals)"})
 		s.slots[name] = make(chan struct{}, o.MaxConcurrent)
 		// No client should meet a cold tool: compile and pool every
 		// tool now, and again after each reload (/readyz says when).
