@@ -24,7 +24,8 @@ import (
 // its grant nor its arguments determine is its random bytes and its clock
 // readings. Every stretch of guest code (a call; the start-up a snapshot
 // or a parked instance was taken after) runs with a recorder: random_get
-// reads a ChaCha8 stream keyed by a fresh 32-byte seed, and each clock
+// reads a ChaCha8 stream keyed by a 32-byte seed drawn from the system's
+// generator at the stretch's first random_get, and each clock
 // reading is the real clock, noted as the time elapsed since the previous
 // one. Given the seed and the readings back (runner.Request.Replay), a
 // replay feeds the guest the same bytes and the same readings in the same
@@ -63,10 +64,12 @@ type recorder struct {
 	next       int  // readings served so far when replaying
 	unseeded   bool // replaying a stretch that read no random bytes
 	strayRand  bool // ... which the replay did
-	buf        [16]int64
+	// buf holds the first readings without an allocation of their own.
+	buf [16]int64
 }
 
-// newRecorder starts recording at the current time with a fresh seed.
+// newRecorder starts recording at the current time (its seed is drawn at
+// the first random_get).
 func newRecorder() *recorder {
 	r := &recorder{wall: time.Now().UnixNano(), mono: runtimeNanotime()}
 	r.clock = r.buf[:0]
