@@ -63,6 +63,12 @@ func (h *Host) approve(ctx context.Context, t *manifest.Tool, g *policy.Grant, i
 	if a.broker == nil {
 		return abi.Errorf(abi.CodePermissionDenied, "the call of %s needs a person's approval and this host has no approval broker", t.ToolID)
 	}
+	if rec, ok := a.broker.Remembered(tenant, t.ToolID, m); ok {
+		// A remembered "allow": no request to describe.
+		h.log.Info("approval", "tool", t.ToolID, "approval", rec.ID, "decision", rec.Decision, "by", rec.By, "reused", true)
+		rc.setApproval(receiptApproval(rec))
+		return nil
+	}
 	shown := input
 	secrets := make([]string, 0, len(g.Env))
 	for _, v := range g.Env {

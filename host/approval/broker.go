@@ -286,6 +286,25 @@ func (b *Broker) Ask(ctx context.Context, req Request, m Match) (Record, error) 
 	return e.rec, outcome(e.rec, timeout, ctx)
 }
 
+// Remembered returns the remembered "allow" that covers a call of tool
+// by tenant matching m (Record.Reused set), so that a caller can skip
+// describing the request; Ask checks the same first.
+func (b *Broker) Remembered(tenant, tool string, m Match) (Record, bool) {
+	if tenant == "" {
+		tenant = "default"
+	}
+	key := tenant + "|" + tool + "|" + m.Key()
+	now := b.o.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.remembered[key]
+	if !ok || !now.Before(r.Until) {
+		return Record{}, false
+	}
+	r.Reused = true
+	return r, true
+}
+
 // outcome is the error of a recorded decision: nil to run.
 func outcome(r Record, timeout time.Duration, ctx context.Context) error {
 	switch r.Decision {

@@ -37,6 +37,19 @@ type ApprovalAnswer struct {
 	Error    *ErrorDetail    `json:"error,omitempty"`
 }
 
+// moreResponses are the answers besides 200 and the error body that the
+// OpenAPI document lists, by "METHOD path".
+var moreResponses = map[string]map[string]struct {
+	desc string
+	body any
+}{
+	"POST /v1/approvals/{id}": {
+		"409": {"the request was decided already (or expired, or its caller gave up): the first decision", ApprovalAnswer{}},
+		"404": {"no such request for this tenant (another tenant's id answers alike)", ErrorBody{}},
+		"400": {"an unknown decision, minutes out of bounds or with another decision, unknown fields", ErrorBody{}},
+	},
+}
+
 // approvalTenants are the tenants whose approvals the caller sees: its
 // own, or every tenant for the operator scope.
 func (s *Server) approvalTenants(c *call) []string {

@@ -69,6 +69,9 @@ func (s *Server) OpenAPI() map[string]any {
 		}
 		errResp := map[string]any{"description": "an error", "content": map[string]any{"application/json": map[string]any{"schema": schemaOf(ErrorBody{})}}}
 		op["responses"] = map[string]any{"200": resp, "default": errResp}
+		for code, r := range moreResponses[rt.Method+" "+rt.Path] { // approvals.go
+			op["responses"].(map[string]any)[code] = map[string]any{"description": r.desc, "content": map[string]any{"application/json": map[string]any{"schema": schemaOf(r.body)}}}
+		}
 		item, _ := paths[rt.Path].(map[string]any)
 		if item == nil {
 			item = map[string]any{}
