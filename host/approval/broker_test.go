@@ -104,7 +104,10 @@ func TestRulesMatch(t *testing.T) {
 func TestDecideTwiceKeepsFirst(t *testing.T) {
 	b, _ := approval.NewBroker(approval.Options{})
 	done := make(chan error, 1)
-	go func() { _, err := b.Ask(context.Background(), request("acme", "fs:write", `{}`), anyMatch); done <- err }()
+	go func() {
+		_, err := b.Ask(context.Background(), request("acme", "fs:write", `{}`), anyMatch)
+		done <- err
+	}()
 	id := waitPending(t, b, "acme", 1)[0].ID
 	rec, first, err := b.Decide("acme", id, approval.Deny, 0, "acme/alice")
 	if err != nil || !first || rec.Decision != approval.Deny {
