@@ -117,9 +117,11 @@ func (s *Store) AddReceiptSignature(ctx context.Context, sig *receipt.Signature)
 	return nil
 }
 
-// ReceiptTenants lists the tenants that have receipts, sorted.
+// ReceiptTenants lists the tenants that have receipts or signatures,
+// sorted: a tenant whose receipts were all deleted is still listed by
+// its signatures, and verifies as cut short.
 func (s *Store) ReceiptTenants(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT tenant FROM receipts ORDER BY tenant`)
+	rows, err := s.db.QueryContext(ctx, `SELECT tenant FROM receipts UNION SELECT tenant FROM receipt_signatures ORDER BY tenant`)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}

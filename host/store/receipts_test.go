@@ -106,6 +106,16 @@ func receiptsSuite(t *testing.T, path string) {
 	if rep, err := s.VerifyReceipts(ctx, "beta", nil); err != nil || rep.Break != nil {
 		t.Fatalf("beta: %+v %v", rep, err)
 	}
+	// Every receipt of a tenant deleted: its signatures still name it.
+	if err := s.Exec(ctx, `DELETE FROM receipts WHERE tenant = 'beta'`); err != nil {
+		t.Fatal(err)
+	}
+	if tenants, err := s.ReceiptTenants(ctx); err != nil || len(tenants) != 2 || tenants[1] != "beta" {
+		t.Fatalf("tenants after beta's receipts were deleted: %v %v", tenants, err)
+	}
+	if rep, err := s.VerifyReceipts(ctx, "beta", nil); err != nil || rep.Break == nil || rep.Break.Kind != receipt.Truncated || rep.Break.Seq != 1 {
+		t.Fatalf("beta without receipts: %+v %v", rep.Break, err)
+	}
 }
 
 // TestReceiptsConcurrentServers appends from two stores on one
