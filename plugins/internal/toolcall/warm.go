@@ -1,5 +1,7 @@
 package toolcall
 
+import "runtime"
+
 // Headroom is the free heap a code-mode guest keeps in its start-up
 // snapshot (ReserveHeap). The host reuses a pooled instance only while
 // its memory has not grown, and a program that needs more pages than the
@@ -10,17 +12,15 @@ package toolcall
 // them.
 const Headroom = 8 << 20
 
-// sink keeps ReserveHeap's allocation on the heap.
-var sink []byte
-
 // ReserveHeap grows the Go heap by n bytes and frees them again: the
 // memory stays in the instance, as free pages of the heap the next
 // allocations take before the heap grows. Call it in main before
 // guest.Run (at start-up, before the host's snapshot; the SDK's warm-up
 // collects the garbage before the snapshot is taken).
 func ReserveHeap(n int) {
-	sink = make([]byte, n)
-	sink = nil
+	// A size known only at run time is always allocated on the heap;
+	// KeepAlive keeps the allocation from being optimised away.
+	runtime.KeepAlive(make([]byte, n))
 }
 
 // Echo is a Caller that answers every call with its arguments as the
