@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenthost/agenthost/host/policy"
@@ -39,7 +41,15 @@ type Call struct {
 // matches nothing.
 type Rules struct {
 	rules []rule
+	// named caches Names by tool ID (the catalogue's IDs: bounded by
+	// maxNamed all the same), so that the calls of tools no rule names
+	// pay one map read, not a glob match per rule.
+	named  sync.Map
+	nNamed atomic.Int32
 }
+
+// maxNamed bounds the Names cache.
+const maxNamed = 4096
 
 type rule struct {
 	index   int
@@ -101,14 +111,23 @@ func (rs *Rules) Names(id string) bool {
 	if rs == nil {
 		return false
 	}
+	if v, ok := rs.named.Load(id); ok {
+		return v.(bool)
+	}
+	named := false
 	for i := range rs.rules {
 		for _, g := range rs.rules[i].tools {
 			if policy.MatchToolGlob(g, id) {
-				return true
+				named = true
 			}
 		}
 	}
-	return false
+	if rs.nNamed.Load() < maxNamed {
+		if _, loaded := rs.named.LoadOrStore(id, named); !loaded {
+			rs.nNamed.Add(1)
+		}
+	}
+	return named
 }
 
 // Match is the first rule a call matches.
