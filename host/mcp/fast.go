@@ -183,7 +183,7 @@ func (s *Server) runFast(ctx context.Context, session string, req plainRequest) 
 		delete(f.running, key)
 		f.mu.Unlock()
 	}()
-	env := s.h.Call(ctx, req.tool, req.args)
+	env := s.callTool(ctx, req.tool, req.args)
 	f.calls.Add(1)
 	return resultJSON(req.name, env)
 }

@@ -384,7 +384,7 @@ func (s *Server) call(ctx context.Context, req *sdk.CallToolRequest, id string) 
 		}
 	}
 	progress(0, "started")
-	env := s.h.Call(ctx, id, req.Params.Arguments)
+	env := s.callTool(ctx, id, req.Params.Arguments)
 	progress(1, string(env.Status))
 	return env
 }

@@ -216,6 +216,29 @@ func (s *Server) TaskDone(id string) <-chan struct{} {
 	return ch
 }
 
+// callTool makes a plain tools/call's call: with Options.Jobs through
+// the engine, so that it holds a place of the tenant's limit of calls at
+// once as tasks, jobs and serve's calls do; without, on the host. A call
+// the engine would not run answers an envelope that says why, and that
+// it did not run.
+func (s *Server) callTool(ctx context.Context, tool string, args json.RawMessage) abi.Envelope {
+	if s.jobs == nil {
+		return s.h.Call(ctx, tool, args)
+	}
+	env, err := s.jobs.Call(ctx, s.tasks.tenant, tool, args)
+	var lim *jobs.LimitError
+	switch {
+	case err == nil:
+		return env
+	case errors.As(err, &lim):
+		return abi.Failure(tool, abi.Errorf(abi.CodeToolError, "the call did not run: %s", lim.Error()).
+			WithDetails(map[string]any{"limit": "tenant", "retryAfterMs": lim.RetryAfter.Milliseconds()}))
+	case ctx.Err() != nil, errors.Is(err, jobs.ErrDraining):
+		return abi.Failure(tool, abi.Errorf(abi.CodeCancelled, "the call did not run: %s", err.Error()))
+	}
+	return abi.Failure(tool, abi.Errorf(abi.CodeInternal, "the call could not be run: %s", err.Error()))
+}
+
 // invalidParams is the JSON-RPC error for a request about a task that
 // cannot be served.
 func invalidParams(format string, a ...any) error {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/abi"
+	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
 	"github.com/agenthost/agenthost/host/jobs"
 	"github.com/agenthost/agenthost/host/mcp"
@@ -99,5 +100,71 @@ func TestTasksTenants(t *testing.T) {
 	ma.roundTrip(t, `{"jsonrpc":"2.0","id":8,"method":"tasks/cancel","params":{"taskId":"`+id+`",`+withTasks+`}}`, false)
 	if line := ma.roundTrip(t, `{"jsonrpc":"2.0","id":9,"method":"tasks/get","params":{"taskId":"`+id+`",`+withTasks+`}}`, false); !strings.Contains(line, `"status":"completed"`) || !strings.Contains(line, `"benign":true`) {
 		t.Errorf("modern get after a cancel of the ended task: %s", line)
+	}
+}
+
+// TestCallsHoldTheTenantLimit: with the engine of serve, a plain
+// tools/call takes a place of the tenant's limit like a task does. A
+// tenant limited to one call at once, with no queue, whose task holds
+// that place, gets its plain calls (stdio, the HTTP fast path, the SDK's
+// dispatch) refused as calls that did not run; once the task ends, they
+// run.
+func TestCallsHoldTheTenantLimit(t *testing.T) {
+	ctx := context.Background()
+	h := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	release := make(chan struct{})
+	type none struct{}
+	if err := h.Register(host.Func(host.FuncSpec{ID: "app:hold", Description: "Waits to be released."}, func(ctx context.Context, _ none) (none, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return none{}, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e, err := jobs.New(ctx, jobs.Options{Store: st, MaxConcurrent: 1, MaxQueued: -1,
+		Run: func(ctx context.Context, _, tool string, args json.RawMessage) (abi.Envelope, error) {
+			return h.Call(ctx, tool, args), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	opts := mcp.Options{Jobs: e, Tenant: "a"}
+	srv, ts := serveHTTP(t, h, opts)
+	_, slow := serveHTTP(t, h, mcp.Options{Jobs: e, Tenant: "a", NoFastPath: true})
+	stdio := newRawStdio(t, srv)
+	web, sdkWeb := newRawHTTP(t, ts.URL), newRawHTTP(t, slow.URL)
+	clients := map[string]session{
+		"stdio":    func(t *testing.T, msg string) rpc { return decode(t, stdio.roundTrip(t, msg, false)) },
+		"http":     func(t *testing.T, msg string) rpc { _, body := web.post(t, msg, false); return decode(t, body) },
+		"http-sdk": func(t *testing.T, msg string) rpc { _, body := sdkWeb.post(t, msg, false); return decode(t, body) },
+	}
+	const echo = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"core__echo","arguments":{"e":1}}}`
+	r := decode(t, stdio.roundTrip(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"app__hold","arguments":{},"task":{}}}`, false))
+	if r.Error != nil {
+		t.Fatalf("the task: %+v", r.Error)
+	}
+	for name, send := range clients {
+		r := send(t, echo)
+		if r.Error != nil || !strings.Contains(string(r.Result), `"isError":true`) || !strings.Contains(string(r.Result), "did not run") ||
+			!strings.Contains(string(r.Result), `"limit":"tenant"`) {
+			t.Errorf("%s: a call past the limit: %+v %s", name, r.Error, r.Result)
+		}
+	}
+	close(release)
+	var created struct{ Task taskOf }
+	_ = json.Unmarshal(r.Result, &created)
+	<-srv.TaskDone(created.Task.TaskID)
+	for name, send := range clients {
+		if r := send(t, echo); r.Error != nil || !strings.Contains(string(r.Result), `"structuredContent":{"e":1}`) {
+			t.Errorf("%s: a call with room: %+v %s", name, r.Error, r.Result)
+		}
 	}
 }
