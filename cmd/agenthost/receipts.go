@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,7 +42,7 @@ func receiptsCommand() command {
 			fs.StringVar(&f.tenant, "tenant", "", "only the chain of `TENANT` (default: every tenant's)")
 			fs.StringVar(&f.allowed, "allowed-signers", "", "verify: signatures must be by a key of this allowed-signers `FILE` (ssh-keygen's format) allowed for the namespace agenthost-receipts; without it any key's valid signature counts, named by its fingerprint")
 			fs.Uint64Var(&f.since, "since", 0, "export: the receipts from sequence number `SEQ` on")
-			fs.StringVar(&f.sigDir, "signatures", "", "export: also write each head signature's signed message and signature to `DIR` (TENANT.SEQ.msg and .sig) for ssh-keygen -Y verify")
+			fs.StringVar(&f.sigDir, "signatures", "", "export: also write each head signature's signed message and signature to `DIR` (TENANT.SEQ.msg and .sig) for ssh-keygen -Y verify; verify: check the chains against the signatures kept there too (a cut that took the database's signatures with it shows)")
 			fs.BoolVar(&e.asJSON, "json", false, "verify: print one JSON report per tenant")
 		},
 		run: func(ctx context.Context, e *env, args []string) error { return runReceipts(ctx, e, &f, args) },
@@ -52,8 +53,8 @@ func runReceipts(ctx context.Context, e *env, f *receiptsFlags, args []string) e
 	if len(args) != 1 || (args[0] != "verify" && args[0] != "export") {
 		return usageError{"receipts takes one subcommand: verify or export"}
 	}
-	if args[0] == "verify" && (f.since != 0 || f.sigDir != "") {
-		return usageError{"receipts verify checks whole chains: --since and --signatures are export's"}
+	if args[0] == "verify" && f.since != 0 {
+		return usageError{"receipts verify checks whole chains: --since is export's"}
 	}
 	if args[0] == "export" && f.allowed != "" {
 		return usageError{"--allowed-signers is verify's"}
@@ -67,10 +68,17 @@ func runReceipts(ctx context.Context, e *env, f *receiptsFlags, args []string) e
 		trust = allowedTrust(signers)
 	}
 	if f.file != "" {
-		if args[0] != "verify" || f.data != "" || f.store != "" {
-			return usageError{"--file is verify's, instead of --data or --store"}
+		if args[0] != "verify" || f.data != "" || f.store != "" || f.sigDir != "" {
+			return usageError{"--file is verify's, instead of --data or --store (and without --signatures)"}
 		}
 		return verifyExport(e, f, trust)
+	}
+	var kept map[string][]*receipt.Signature
+	if args[0] == "verify" && f.sigDir != "" {
+		var err error
+		if kept, err = keptSignatures(f.sigDir); err != nil {
+			return usageError{err.Error()}
+		}
 	}
 	st, err := openHistory(ctx, e, f.data, f.store)
 	if err != nil {
@@ -82,11 +90,17 @@ func runReceipts(ctx context.Context, e *env, f *receiptsFlags, args []string) e
 		if tenants, err = st.ReceiptTenants(ctx); err != nil {
 			return err
 		}
+		for t := range kept {
+			if !slices.Contains(tenants, t) {
+				tenants = append(tenants, t)
+			}
+		}
+		slices.Sort(tenants)
 	}
 	if args[0] == "export" {
 		return exportReceipts(ctx, e, st, f, tenants)
 	}
-	return verifyReceipts(ctx, e, st, tenants, trust)
+	return verifyReceipts(ctx, e, st, tenants, trust, kept)
 }
 
 // openHistory opens the history a serve wrote: --store's PostgreSQL, or
@@ -138,14 +152,90 @@ func allowedTrust(signers []toolpack.Signer) receipt.Trust {
 	}
 }
 
-func verifyReceipts(ctx context.Context, e *env, st *store.Store, tenants []string, trust receipt.Trust) error {
+// maxKept caps the signature files verify --signatures reads.
+const maxKept = 100000
+
+// keptSignatures reads the TENANT.SEQ.sig files of dir with their .msg
+// files (as export --signatures writes them), by tenant in seq order.
+func keptSignatures(dir string) (map[string][]*receipt.Signature, error) {
+	sigs, err := filepath.Glob(filepath.Join(dir, "*.sig"))
+	if err != nil {
+		return nil, err
+	}
+	if len(sigs) > maxKept {
+		return nil, fmt.Errorf("--signatures %s: more than %d signature files", dir, maxKept)
+	}
+	out := map[string][]*receipt.Signature{}
+	for _, p := range sigs {
+		msg, err := readSmall(strings.TrimSuffix(p, ".sig")+".msg", 8<<10)
+		if err != nil {
+			return nil, fmt.Errorf("--signatures: %v", err)
+		}
+		s, err := receipt.ParseMessage(msg)
+		if err != nil {
+			return nil, fmt.Errorf("--signatures: %s: %v", p, err)
+		}
+		armored, err := readSmall(p, 64<<10)
+		if err != nil {
+			return nil, fmt.Errorf("--signatures: %v", err)
+		}
+		s.Signature = string(armored)
+		out[s.Tenant] = append(out[s.Tenant], s)
+	}
+	for _, list := range out {
+		slices.SortFunc(list, func(a, b *receipt.Signature) int { return cmp.Compare(a.Seq, b.Seq) })
+	}
+	return out, nil
+}
+
+// readSmall reads a file of at most max bytes.
+func readSmall(path string, max int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return os.ReadFile(path)
+}
+
+// mergeSignatures yields the signatures of a and of kept in seq order;
+// a kept signature identical to one of a's is given once.
+func mergeSignatures(a iter.Seq2[*receipt.Signature, error], kept []*receipt.Signature) iter.Seq2[*receipt.Signature, error] {
+	return func(yield func(*receipt.Signature, error) bool) {
+		i := 0
+		for s, err := range a {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for i < len(kept) && kept[i].Seq <= s.Seq {
+				if *kept[i] != *s && !yield(kept[i], nil) {
+					return
+				}
+				i++
+			}
+			if !yield(s, nil) {
+				return
+			}
+		}
+		for ; i < len(kept); i++ {
+			if !yield(kept[i], nil) {
+				return
+			}
+		}
+	}
+}
+
+func verifyReceipts(ctx context.Context, e *env, st *store.Store, tenants []string, trust receipt.Trust, kept map[string][]*receipt.Signature) error {
 	if len(tenants) == 0 {
 		fmt.Fprintln(e.stdout, "no receipts")
 		return nil
 	}
 	bad := false
 	for _, t := range tenants {
-		rep, err := st.VerifyReceipts(ctx, t, trust)
+		rep, err := receipt.Verify(t, st.Receipts(ctx, t, 0), mergeSignatures(st.ReceiptSignatures(ctx, t, 0), kept[t]), trust)
 		if err != nil {
 			return err
 		}

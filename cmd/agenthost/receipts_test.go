@@ -161,8 +161,29 @@ func TestReceiptsVerify(t *testing.T) {
 		t.Fatalf("a key allowed only for toolpacks: exit %d\n%s", code, out)
 	}
 
-	// Tampering.
+	// A cut that took the database's signatures with it: the signatures
+	// kept by an earlier export still show it.
 	db, err := sql.Open("sqlite", filepath.Join(data, "agenthost.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM receipts WHERE tenant = 'acme' AND seq > 90; DELETE FROM receipt_signatures WHERE tenant = 'acme' AND seq > 90`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if code, out, _ := runCLI("receipts", "verify", "--data", data, "--tenant", "acme"); code != 0 || !strings.Contains(out, "tenant acme: 90 receipts, chain whole") {
+		t.Fatalf("without the kept signatures: exit %d\n%s", code, out)
+	}
+	if code, out, _ := runCLI("receipts", "verify", "--data", data, "--signatures", sigs, "--allowed-signers", allowed); code != 1 || !strings.Contains(out, "tenant acme: BROKEN at receipt 91: truncated") || !strings.Contains(out, "tenant beta: 100 receipts, chain whole") {
+		t.Fatalf("with the kept signatures: exit %d\n%s", code, out)
+	}
+	os.WriteFile(filepath.Join(sigs, "acme.100.msg"), []byte("agenthost-receipts 1\nnot a message\n"), 0o644)
+	if code, _, _ := runCLI("receipts", "verify", "--data", data, "--signatures", sigs); code != 2 {
+		t.Fatalf("a bad kept message: exit %d", code)
+	}
+
+	// Tampering.
+	db, err = sql.Open("sqlite", filepath.Join(data, "agenthost.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -444,3 +444,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseMessage reads a signed message back into its head; anything
+// else is an error.
+func TestParseMessage(t *testing.T) {
+	s := &receipt.Signature{Tenant: "a\nb", Seq: 7, Hash: receipt.Digest(nil), At: 99}
+	back, err := receipt.ParseMessage(s.Message())
+	if err != nil || *back != *s {
+		t.Fatalf("%+v %v", back, err)
+	}
+	for _, bad := range []string{"", "agenthost-receipts 2\n", string(s.Message()) + "x", strings.Replace(string(s.Message()), "seq 7", "seq x", 1)} {
+		if _, err := receipt.ParseMessage([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

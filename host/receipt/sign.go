@@ -91,3 +91,26 @@ func (s *Signature) Check(trust Trust) (string, error) {
 	}
 	return who, nil
 }
+
+// ParseMessage reads a signed message ([Signature.Message]) back into the
+// head it names (Signature left empty), from untrusted bytes: the fields
+// must be in order, each text of exactly its stated length, nothing after.
+func ParseMessage(b []byte) (*Signature, error) {
+	p := parser{b: b}
+	v := p.int("agenthost-receipts")
+	if p.err == nil && v != Version {
+		return nil, fmt.Errorf("receipt signature: version %d; this agenthost reads %d", v, Version)
+	}
+	s := &Signature{}
+	s.Tenant = p.text("tenant")
+	s.Seq = p.uint("seq")
+	s.Hash = p.text("hash")
+	s.At = p.int("at")
+	if p.err == nil && len(p.b) > 0 {
+		p.err = errors.New("bytes after the last field")
+	}
+	if p.err != nil {
+		return nil, fmt.Errorf("receipt signature: %w", p.err)
+	}
+	return s, nil
+}
