@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/agenthost/agenthost/abi"
 )
@@ -103,13 +104,18 @@ func (h *Host) RunCode(ctx context.Context, raw json.RawMessage, scope CodeScope
 	if err != nil {
 		return h.logged(abi.Failure(RunCodeName, abi.Errorf(abi.CodeInvalidArguments, "run_code: input is not JSON: %s", err.Error())))
 	}
+	// The steps arrive on the guest's side of the call: nestedName is
+	// read once the call has returned, under mu all the same.
+	var mu sync.Mutex
 	var nestedName string
 	inner := scope
 	inner.Step = func(s CodeStep) {
 		if nested(s.Name) && s.Envelope.Error != nil {
+			mu.Lock()
 			if nestedName == "" {
 				nestedName = s.Name
 			}
+			mu.Unlock()
 			s.Envelope.Error = nestedError(s.Name)
 		}
 		if scope.Step != nil {
@@ -117,6 +123,8 @@ func (h *Host) RunCode(ctx context.Context, raw json.RawMessage, scope CodeScope
 		}
 	}
 	env := h.Call(WithCodeScope(ctx, inner), id, b)
+	mu.Lock()
+	defer mu.Unlock()
 	if env.Error != nil && nestedName != "" && (env.Error.Code == abi.CodeUnknownTool || env.Error.Code == abi.CodePermissionDenied) {
 		// The program's failure is its nested call's: say so, with its
 		// own wording, keeping the steps made.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agenthost/agenthost/abi"
@@ -52,7 +53,8 @@ func (r *run) runCode(ctx context.Context, tc llm.ToolCall) (ToolAgentOutput, st
 	}
 	start := time.Now()
 	r.event(Event{Kind: "tool_start", Tool: tc.Name, CallID: tc.ID, Args: args})
-	var inner []ToolAgentOutput
+	var inner []ToolAgentOutput // guarded by innerMu: the steps arrive on the guest's side
+	var innerMu sync.Mutex
 	var env abi.Envelope
 	r.mu.Lock()
 	prev, failed := r.ec.failedBefore(host.RunCodeName, args)
@@ -76,12 +78,16 @@ func (r *run) runCode(ctx context.Context, tc llm.ToolCall) (ToolAgentOutput, st
 			out := stepOf(name, id, s.Args, s.Envelope)
 			out.ParentCallID = tc.ID
 			out.UIHints = uiHints(r.byID[name], s.Envelope)
+			innerMu.Lock()
 			inner = append(inner, out)
+			innerMu.Unlock()
 			r.event(Event{Kind: "code_step", Tool: name, CallID: id, Args: s.Args, Status: string(s.Envelope.Status),
 				Duration: time.Duration(s.Envelope.DurationMs * float64(time.Millisecond)), Step: &out})
 		}}
 		env = r.h.RunCode(host.WithCallID(ctx, tc.ID), args, scope)
 	}
+	innerMu.Lock()
+	defer innerMu.Unlock()
 	out := stepOf(tc.Name, tc.ID, args, env)
 	r.event(Event{Kind: "tool", Tool: tc.Name, CallID: tc.ID, Status: string(env.Status), Duration: time.Since(start), Step: &out})
 	r.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -64,11 +65,11 @@ func (s *Server) syncCode() {
 // call of the program is a progress notification naming it.
 func (s *Server) runCode(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	token := req.Params.GetProgressToken()
-	n := 0
+	var n atomic.Int64
 	scope := host.CodeScope{Step: func(st host.CodeStep) {
-		n++
+		k := n.Add(1)
 		if token != nil && req.Session != nil {
-			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(n),
+			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(k),
 				Message: fmt.Sprintf("%s: %s", st.Envelope.ToolID, st.Envelope.Status)})
 		}
 	}}
