@@ -348,9 +348,13 @@ func (n *namespace) tool(name string) starlark.Value {
 	})
 }
 
-// toJSON encodes v with the json module's encoder, which refuses
-// non-string dict keys, NaN and cycles.
+// toJSON encodes v as the json module's encoder does (appendJSON for
+// the common values, else the module's encoder itself, which refuses
+// non-string dict keys, NaN and cycles).
 func toJSON(thread *starlark.Thread, v starlark.Value) (json.RawMessage, error) {
+	if b, err := appendJSON(nil, v, 0); err == nil {
+		return b, nil
+	}
 	s, err := starlark.Call(thread, starjson.Module.Members["encode"], starlark.Tuple{v}, nil)
 	if err != nil {
 		var eerr *starlark.EvalError
