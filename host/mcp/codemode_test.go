@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -116,5 +117,42 @@ func TestCodeModeTypeScriptClient(t *testing.T) {
 	}
 	if !strings.Contains(got.Bad["syntax"].Text, "column") {
 		t.Errorf("a syntax error without its column: %s", got.Bad["syntax"].Text)
+	}
+}
+
+// TestSearchToolsArgs: search_tools answers matches with their
+// declarations in either language and refuses bad arguments with
+// INVALID_ARGUMENTS, never an unbounded answer.
+func TestSearchToolsArgs(t *testing.T) {
+	tp := hosttest.Toolpacks(t)
+	h := hosttest.NewHost(t, nil, filepath.Join(tp, "code"), filepath.Join(tp, "fs"), filepath.Join(tp, "core"))
+	_, ts := serveHTTP(t, h, mcp.Options{CodeMode: true})
+	c := newRawHTTP(t, ts.URL+"/mcp")
+	tests := []struct {
+		args string
+		want []string // in the answer
+		not  []string
+	}{
+		{args: `{"query":"read a file"}`, want: []string{`\"id\":\"fs:read\"`, `tools.fs.read(args:`}, not: []string{`"isError":true`, "code:"}},
+		{args: `{"query":"read","language":"starlark","limit":1}`, want: []string{`tools.fs.read(path: str`}, not: []string{`\"id\":\"fs:list\"`}},
+		{args: `{}`, want: []string{`\"id\":\"core:echo\"`}, not: []string{`"isError":true`}},
+		{args: `{"query":"read","limit":51}`, want: []string{`"isError":true`, "INVALID_ARGUMENTS", "limit 51"}},
+		{args: `{"query":"read","limit":-1}`, want: []string{`"isError":true`, "INVALID_ARGUMENTS"}},
+		{args: `{"query":"read","language":"cobol"}`, want: []string{`"isError":true`, "INVALID_ARGUMENTS", "cobol"}},
+		{args: `{"query":"read","extra":1}`, want: []string{`"isError":true`, "INVALID_ARGUMENTS", "extra"}},
+		{args: `{"query":7}`, want: []string{`"isError":true`, "INVALID_ARGUMENTS"}},
+	}
+	for i, tc := range tests {
+		_, got := c.post(t, `{"jsonrpc":"2.0","id":`+strconv.Itoa(10+i)+`,"method":"tools/call","params":{"name":"search_tools","arguments":`+tc.args+`}}`, false)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: lacks %s: %s", tc.args, w, got)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(got, n) {
+				t.Errorf("%s: holds %s: %s", tc.args, n, got)
+			}
+		}
 	}
 }
