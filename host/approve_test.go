@@ -11,6 +11,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/approval"
 	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/agenthost/agenthost/host/manifest"
 )
 
 // approveHost is a host whose policy makes calls matching the rule wait.
@@ -188,4 +189,37 @@ func TestApproveRemembered(t *testing.T) {
 		t.Fatal("a call of another rule ran under the remembered allow")
 	}
 	<-asked
+}
+
+// TestApproveRedacted: the request shows the arguments with the values of
+// the granted host variables redacted, and its grant summary names them.
+func TestApproveRedacted(t *testing.T) {
+	const secret = "s3cr3t-approval-value-42"
+	type in struct {
+		Note string `json:"note"`
+	}
+	tool := host.Func(host.FuncSpec{ID: "app:note", Description: "Takes a note.", SecurityContext: &manifest.SecurityContext{Env: []string{"APPROVAL_SECRET"}}},
+		func(context.Context, in) (map[string]any, error) { return map[string]any{"ok": true}, nil })
+	p := hosttest.Policy(t, "env: [APPROVAL_SECRET]\napprove:\n  - tools: [\"app:note\"]\n")
+	b, _ := approval.NewBroker(approval.Options{})
+	h, err := host.New(context.Background(), host.Options{Policy: p, CacheDir: hosttest.CacheDir(t), Tools: []host.Tool{tool}, Approvals: b, Tenant: "acme",
+		LookupEnv: func(k string) (string, bool) { return secret, k == "APPROVAL_SECRET" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	asked := answer(t, b, approval.AllowOnce, 0)
+	if env := h.Call(context.Background(), "app:note", json.RawMessage(`{"note":"the key is `+secret+`"}`)); env.Error != nil {
+		t.Fatal(env.Error)
+	}
+	req := <-asked
+	if strings.Contains(string(req.Arguments), secret) || !strings.Contains(string(req.Arguments), "the key is") {
+		t.Errorf("arguments shown: %s", req.Arguments)
+	}
+	if strings.Join(req.Grant.Env, ",") != "APPROVAL_SECRET" {
+		t.Errorf("grant summary: %+v", req.Grant)
+	}
+	if req.ArgumentsDigest != approval.Digest([]byte(`{"note":"the key is `+secret+`"}`)) {
+		t.Errorf("the digest is not the real arguments': %s", req.ArgumentsDigest)
+	}
 }
