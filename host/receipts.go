@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -72,6 +73,18 @@ func (rc *receiptCall) setApproval(a *receipt.Approval) {
 // sink, which links it into the tenant's chain. A sink that fails is
 // logged; the call's answer does not change.
 func (h *Host) receiptEnd(ctx context.Context, t *manifest.Tool, rc *receiptCall, env abi.Envelope) {
+	h.record(ctx, h.buildReceipt(t, rc, env))
+}
+
+// record hands r to the sink; a sink that fails is logged.
+func (h *Host) record(ctx context.Context, r *receipt.Receipt) {
+	if err := h.opts.Receipts.Record(ctx, r); err != nil {
+		h.log.Error("the call's receipt was not recorded", "tool", r.Tool, "call_id", r.CallID, "error", err)
+	}
+}
+
+// buildReceipt makes the receipt of a finished call.
+func (h *Host) buildReceipt(t *manifest.Tool, rc *receiptCall, env abi.Envelope) *receipt.Receipt {
 	end := time.Now()
 	input := rc.input
 	if input == nil {
@@ -119,9 +132,7 @@ func (h *Host) receiptEnd(ctx context.Context, t *manifest.Tool, rc *receiptCall
 			r.Inputs = rc.inputs
 		}
 	}
-	if err := h.opts.Receipts.Record(ctx, r); err != nil {
-		h.log.Error("the call's receipt was not recorded", "tool", t.ToolID, "call_id", r.CallID, "error", err)
-	}
+	return r
 }
 
 // callID returns 16 random hex digits. An ID names a call, it guards
@@ -158,4 +169,41 @@ func grantDigest(g *policy.Grant) string {
 		runtime.AddCleanup(g, func(k weak.Pointer[policy.Grant]) { grantDigests.Delete(k) }, key)
 	}
 	return d
+}
+
+// RunnerRemote is the runner of a receipt for a call another process
+// ran (a queue worker): its module and grant were the worker's, so the
+// receipt names neither.
+const RunnerRemote = "remote"
+
+// RecordRemote records the receipt of a call of tool id that another
+// process ran (serve's calls on queue workers) and answered env, started
+// at start: the tool and version, the digest of the arguments as this
+// host's schema coerces them, of the output, the outcome and the times.
+// It does nothing without Options.Receipts or for a tool this host does
+// not know.
+func (h *Host) RecordRemote(ctx context.Context, id string, args json.RawMessage, env abi.Envelope, start time.Time) {
+	if h.opts.Receipts == nil {
+		return
+	}
+	t, err := h.reg.Lookup(id)
+	if err != nil {
+		return
+	}
+	rc := &receiptCall{start: start}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber() // as Call reads them
+	if err := dec.Decode(&v); err == nil {
+		rc.args = v
+		if in, aerr := arguments(t, v); aerr == nil {
+			rc.input = in
+		}
+	} else {
+		// Kept as a JSON string, so that the stored arguments stay JSON.
+		rc.input, _ = json.Marshal(string(args))
+	}
+	r := h.buildReceipt(t, rc, env)
+	r.Runner, r.Module, r.Grant = RunnerRemote, "", ""
+	h.record(ctx, r)
 }

@@ -87,6 +87,45 @@ func TestReceipts(t *testing.T) {
 	}
 }
 
+// TestRecordRemote records the receipt of a call another process ran:
+// the tool and version, the arguments as this host coerces them, the
+// output and outcome, and no module or grant (they were the worker's);
+// an unknown tool has none, and a host without receipts records nothing.
+func TestRecordRemote(t *testing.T) {
+	ctx := context.Background()
+	mem := receipt.NewMemory(10)
+	rec := receipt.NewRecorder(mem, receipt.RecorderOptions{})
+	h, err := host.New(ctx, host.Options{Dirs: []string{hosttest.Toolpacks(t)}, CacheDir: hosttest.CacheDir(t), Tenant: "acme", Receipts: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := abi.Envelope{ToolID: "core:echo", Status: abi.StatusSuccess, Output: json.RawMessage(`{"b":"two","a":1}`)}
+	start := time.Now()
+	h.RecordRemote(ctx, "core:echo", json.RawMessage(`{"b":"two","a":1}`), env, start)
+	h.RecordRemote(ctx, "nope:missing", json.RawMessage(`{}`), env, start)
+	h.RecordRemote(ctx, "core:echo", json.RawMessage(`not json`), abi.Failure("core:echo", abi.Errorf(abi.CodeInvalidArguments, "bad")), start)
+	h.Close(ctx)
+	rec.Close(ctx)
+	var got []*receipt.Receipt
+	for r := range mem.Receipts("acme") {
+		got = append(got, r)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d receipts", len(got))
+	}
+	r := got[0]
+	if r.Runner != host.RunnerRemote || r.Module != "" || r.Grant != "" || r.Tool != "core:echo" || r.ToolVersion == "" ||
+		string(r.Args) != `{"a":1,"b":"two"}` || r.OutputDigest != receipt.Digest(env.Output) || r.Start != start.UTC().UnixNano() || r.Status != "success" {
+		t.Fatalf("remote receipt: %+v", r)
+	}
+	if got[1].Code != string(abi.CodeInvalidArguments) || string(got[1].Args) != `"not json"` {
+		t.Fatalf("remote failure: %+v", got[1])
+	}
+	// Without receipts: nothing, and no panic.
+	plain := hosttest.NewHost(t, nil, hosttest.Toolpacks(t))
+	plain.RecordRemote(ctx, "core:echo", json.RawMessage(`{}`), env, start)
+}
+
 // linkOnly is a receipt store that links receipts and keeps only each
 // chain's head: the host's and the recorder's share of a receipt without
 // a database's.

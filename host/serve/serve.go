@@ -374,7 +374,13 @@ func isJSON(ct string) bool {
 // run runs a tool call of a tenant: on its host, or through Remote.
 func (s *Server) run(ctx context.Context, t *Tenant, tenant, id string, args json.RawMessage) (abi.Envelope, error) {
 	if s.o.Remote != nil {
-		return s.o.Remote(ctx, tenant, id, args)
+		// The worker's host keeps no history: the receipt is this one's.
+		start := time.Now()
+		env, err := s.o.Remote(ctx, tenant, id, args)
+		if err == nil {
+			t.Host.RecordRemote(ctx, id, args, env, start)
+		}
+		return env, err
 	}
 	return t.Host.Call(ctx, id, args), nil
 }
