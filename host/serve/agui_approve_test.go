@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/approval"
@@ -261,4 +262,75 @@ func TestMCPApprover(t *testing.T) {
 			break
 		}
 	}
+}
+
+// TestAGUIDecidedElsewhere: a call decided in the console (the broker)
+// while its run waits at an interrupt keeps that first decision: the
+// client's later "deny" changes nothing and its resume streams the call's
+// result. A run whose question was decided and that ended unresumed does
+// not hold its thread: a new run starts.
+func TestAGUIDecidedElsewhere(t *testing.T) {
+	srv, b := approveServer(t)
+	url := srv.URL + "/v1/agents/digester/runs"
+	for _, resume := range []bool{true, false} {
+		thread := map[bool]string{true: "elsewhere-resumed", false: "elsewhere-left"}[resume]
+		first := aguiEvents(t, url, `{"threadId":"`+thread+`","messages":[{"id":"u1","role":"user","content":"Digest."}]}`)
+		last := first[len(first)-1]
+		if last.Outcome == nil || len(last.Outcome.Interrupts) != 1 {
+			t.Fatalf("first run: %+v", first)
+		}
+		id := last.Outcome.Interrupts[0].ID
+		if _, ok, err := b.Decide("default", id, approval.AllowOnce, 0, "acme/admin"); !ok || err != nil {
+			t.Fatalf("decide: %v %v", ok, err)
+		}
+		body := `{"threadId":"` + thread + `","messages":[{"id":"u2","role":"user","content":"Digest again."}]}`
+		if !resume {
+			waitAnswered(t, srv.URL, thread)
+		}
+		if resume {
+			body = `{"threadId":"` + thread + `","messages":[],"resume":[{"interruptId":"` + id + `","status":"resolved","payload":{"decision":"deny"}}]}`
+		}
+		rest := aguiEvents(t, url, body)
+		var result string
+		for _, e := range rest {
+			if e.Type == "TOOL_CALL_RESULT" && e.Content != nil && result == "" {
+				result = *e.Content
+			}
+		}
+		if resume && (!strings.Contains(result, `"sha256"`) || rest[len(rest)-1].Type != "RUN_FINISHED") {
+			t.Fatalf("resumed after the console allowed: %+v", rest)
+		}
+		if !resume && (rest[len(rest)-1].Outcome == nil || rest[len(rest)-1].Outcome.Interrupts[0].ID == id) {
+			// A new run: its own call asks anew.
+			t.Fatalf("a new run on the thread: %+v", rest)
+		}
+		if _, rec, err := b.Get("default", id); err != nil || rec.By != "acme/admin" || rec.Decision != approval.AllowOnce {
+			t.Fatalf("recorded %+v %v", rec, err)
+		}
+	}
+}
+
+// waitAnswered waits until the thread's run has ended (its last user
+// message's run is "answered"): the run goes on in the background once
+// its call is decided elsewhere.
+func waitAnswered(t *testing.T, base, thread string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", base+"/v1/sessions/"+thread+"/messages", nil)
+		req.Header.Set("Authorization", "Bearer acme-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page serve.MessagePage
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(page.Messages); n > 0 && page.Messages[0].Run == serve.RunAnswered {
+			return
+		}
+	}
+	t.Fatalf("thread %s: the run never ended", thread)
 }
