@@ -405,7 +405,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request, c *call, in R
 		a.mu.Lock()
 		open := strings.Join(keys(a.asked), ", ")
 		a.mu.Unlock()
-		writeError(w, http.StatusConflict, "INTERRUPTED", fmt.Sprintf("thread %q has a run waiting for approvals (%s): resume it with a resume entry for each", in.ThreadID, open))
+		writeError(w, http.StatusConflict, "INTERRUPTED", fmt.Sprintf("thread %q has a run that stopped at interrupts (%s) and has not ended: resume it with a resume entry for each", in.ThreadID, open))
 		return true
 	}
 	if !validID(in.RunID) {
