@@ -119,3 +119,23 @@ func TestGrantReachesHost(t *testing.T) {
 		}
 	}
 }
+
+// TestApproveErrorLine: a problem in an approve rule names the line of
+// the file, in YAML and in JSON.
+func TestApproveErrorLine(t *testing.T) {
+	cases := []struct {
+		name, file, doc, want string
+	}{
+		{"yaml", "policy.yaml", "workspace: .\napprove:\n  - tools: [\"fs:write\"]\n  - tools: [\"web:*\"]\n    timeoutSeconds: 5000\n", "policy.yaml:5: /approve/1/timeoutSeconds"},
+		{"yaml schema", "policy.yaml", "approve:\n  - tools: [\"fs:write\"]\n    whne: {}\n", "policy.yaml:2: /approve/0"},
+		{"json", "policy.json", "{\n  \"approve\": [\n    {\"tools\": [\"fs:write\"],\n     \"when\": {\"hosts\": [\"ex*ample.com\"]}}\n  ]\n}\n", "policy.json:4: /approve/0/when/hosts/0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := policy.Parse([]byte(tc.doc), tc.file)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

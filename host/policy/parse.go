@@ -43,6 +43,7 @@ func Parse(data []byte, name string) (*Policy, error) {
 		return nil, &Error{File: name, Err: err}
 	}
 	if err := validateSchema(doc, name); err != nil {
+		approveLines(err, data)
 		return nil, err
 	}
 	p := builtin()
@@ -53,6 +54,7 @@ func Parse(data []byte, name string) (*Policy, error) {
 	}
 	p.source = name
 	if err := p.Validate(); err != nil {
+		approveLines(err, data)
 		return nil, err
 	}
 	base := ""

@@ -16,16 +16,24 @@ import (
 type Error struct {
 	File    string // "" for a policy not read from a file
 	Pointer string // "" when the problem is not at one place
-	Err     error
+	// Line is the line of the file the pointer is at, for the approve
+	// rules' problems; 0 when not given.
+	Line int
+	Err  error
 }
 
-// Error implements error as "policy FILE: POINTER: reason".
+// Error implements error as "policy FILE: POINTER: reason", or "policy
+// FILE:LINE: POINTER: reason" when the line is known.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("policy")
 	if e.File != "" {
 		b.WriteByte(' ')
 		b.WriteString(e.File)
+	}
+	if e.Line > 0 {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(e.Line))
 	}
 	b.WriteString(": ")
 	if e.Pointer != "" {
