@@ -49,6 +49,14 @@ func (r *Runner) compileOn(ctx context.Context, interp bool, sum string, code []
 		e = &compileEntry{}
 		table[sum] = e
 	}
+	if interp {
+		// One more tool on this interpreter module, until it retires
+		// (tier.go, releaseInterp).
+		if r.tier.refs == nil {
+			r.tier.refs = map[string]int{}
+		}
+		r.tier.refs[sum]++
+	}
 	r.compiling++
 	r.mu.Unlock()
 	e.once.Do(func() {
@@ -73,6 +81,9 @@ func (r *Runner) compileOn(ctx context.Context, interp bool, sum string, code []
 		r.mu.Lock()
 		if table[sum] == e {
 			delete(table, sum)
+			if interp {
+				delete(r.tier.refs, sum)
+			}
 		}
 		r.mu.Unlock()
 	}

@@ -65,6 +65,13 @@ func TierTriggers(r *Runner, calls int64) {
 	r.tier.afterCalls, r.tier.afterRun, r.tier.after = calls, time.Hour, time.Hour
 }
 
+// InterpModules is how many interpreter modules r holds.
+func InterpModules(r *Runner) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.tier.compiled)
+}
+
 // Upgrading reports whether p's background compile has started.
 func Upgrading(p any) bool {
 	t, ok := p.(*tiered)

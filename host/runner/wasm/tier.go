@@ -76,6 +76,10 @@ type tierState struct {
 	rt       wazero.Runtime
 	err      error
 	compiled map[string]*compileEntry // guarded by Runner.mu
+	// refs counts the tools prepared on each interpreter module (by its
+	// key in compiled) that have not retired from it; guarded by
+	// Runner.mu.
+	refs map[string]int
 	// hold, when set (tests only), delays every upgrade until closed.
 	hold chan struct{}
 	// afterCalls, afterRun and after replace tierAfterCalls,
@@ -187,6 +191,32 @@ const (
 	tierAfter      = 10 * time.Second
 )
 
+// releaseInterp is called when a tool stops using mod, its interpreter
+// module: its calls moved to the compiled tier, or it was closed. When
+// no tool uses the module any more it is closed, which frees its
+// interpreter code (a few hundred MiB for a Go tool of a few MiB): a
+// long-lived host keeps only its compiled tools. A module prepared but
+// never retired (a failed preparation) stays until the runner closes.
+func (r *Runner) releaseInterp(mod wazero.CompiledModule) {
+	var drop wazero.CompiledModule
+	r.mu.Lock()
+	for key, e := range r.tier.compiled {
+		if !e.done.Load() || e.mod != mod {
+			continue
+		}
+		if r.tier.refs[key]--; r.tier.refs[key] <= 0 {
+			delete(r.tier.refs, key)
+			delete(r.tier.compiled, key)
+			drop = mod
+		}
+		break
+	}
+	r.mu.Unlock()
+	if drop != nil {
+		_ = drop.Close(context.Background())
+	}
+}
+
 // tiered is a tool prepared on the interpreter whose compiled tier is
 // built once it is wanted (start): calls run on first until next is set.
 type tiered struct {
@@ -208,6 +238,21 @@ type tiered struct {
 
 	mu     sync.Mutex
 	closed bool
+	// running is the calls on first now; retired is set once first's
+	// module is released (releaseInterp), when no call runs on it and
+	// none will: the compiled tier is set or the tool is closed.
+	running int
+	retired bool
+}
+
+// retireLocked reports whether first's module is to be released now,
+// and marks it released; t.mu is held.
+func (t *tiered) retireLocked() bool {
+	if t.retired || t.running > 0 || (t.next.Load() == nil && !t.closed) {
+		return false
+	}
+	t.retired = true
+	return true
 }
 
 // tierUp returns first (an interpreter tier) wrapped; its compiled tier
@@ -253,12 +298,17 @@ func (t *tiered) upgrade() {
 		return
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed {
+		t.mu.Unlock()
 		_ = p.Close()
 		return
 	}
 	t.next.Store(p)
+	retire := t.retireLocked()
+	t.mu.Unlock()
+	if retire {
+		r.releaseInterp(first.compiled)
+	}
 	first.logger.Debug("tool switched to its compiled module")
 }
 
@@ -276,8 +326,22 @@ func (t *tiered) Run(ctx context.Context, req runner.Request) (runner.Result, er
 	if p := t.next.Load(); p != nil {
 		return p.Run(ctx, req)
 	}
+	t.mu.Lock()
+	if p := t.next.Load(); p != nil {
+		t.mu.Unlock()
+		return p.Run(ctx, req)
+	}
+	t.running++
+	t.mu.Unlock()
 	began := time.Now()
 	res, err := t.first.Run(ctx, req)
+	t.mu.Lock()
+	t.running--
+	retire := t.retireLocked()
+	t.mu.Unlock()
+	if retire {
+		t.r.releaseInterp(t.first.compiled)
+	}
 	ran := t.ran.Add(int64(time.Since(began)))
 	calls, run, _ := t.r.tier.triggers()
 	if t.calls.Add(1) >= calls || time.Duration(ran) >= run {
@@ -291,7 +355,11 @@ func (t *tiered) Run(ctx context.Context, req runner.Request) (runner.Result, er
 func (t *tiered) Close() error {
 	t.mu.Lock()
 	t.closed = true
+	retire := t.retireLocked()
 	t.mu.Unlock()
+	if retire {
+		t.r.releaseInterp(t.first.compiled)
+	}
 	t.timer.Stop()
 	err := t.first.Close()
 	if p := t.next.Load(); p != nil {

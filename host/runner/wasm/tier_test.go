@@ -115,7 +115,8 @@ func TestTier_limits(t *testing.T) {
 
 // TestTier_switch: a tool prepared on the interpreter switches to the
 // compiled tier once its compile ends, with the same results (output and
-// fuel) on both; Warm waits for the compiled tier and its pool; the
+// fuel) on both; Warm waits for the compiled tier and its pool; once both
+// tools of the module have switched, its interpreter code is released; the
 // compiled module lands in the cache, so a second runner over it starts
 // on the compiled tier. The reactor is the Go probe (start-up snapshot
 // taken on the interpreter, reused compiled); the command a WAT guest
@@ -158,6 +159,10 @@ func TestTier_switch(t *testing.T) {
 			if got := wasm.Tier(p); got != "compiled" {
 				t.Fatalf("tier %s after the compile, want compiled", got)
 			}
+			// Both tools switched: their interpreter module is released.
+			if n := wasm.InterpModules(r); n != 0 {
+				t.Errorf("%d interpreter modules held after the switch, want 0", n)
+			}
 			after := run(t, p, tc.input)
 			if before.Err != nil || after.Err != nil {
 				t.Fatalf("calls failed: %v / %v", before.Err, after.Err)
@@ -186,7 +191,9 @@ func TestTier_switch(t *testing.T) {
 
 // TestTier_lazy: a tool on the interpreter starts its compile only once
 // it is wanted: after its third call, or at Warm, never at Prepare; one
-// closed before either never compiles, and its Warm returns.
+// closed before either never compiles, and its Warm returns. Its
+// interpreter module is held while it runs there and released once it
+// is closed or compiled.
 func TestTier_lazy(t *testing.T) {
 	e := newEnv(t)
 	wat := func(t testing.TB) string { return watGuest(t, "echo") }
@@ -230,6 +237,15 @@ func TestTier_lazy(t *testing.T) {
 			if got := wasm.Upgrading(p); got != tc.upgrading {
 				t.Fatalf("compile started %v, want %v", got, tc.upgrading)
 			}
+			// The interpreter module is held while the tool runs there,
+			// released once it is closed or compiled.
+			if n, want := wasm.InterpModules(r), 1; tc.close {
+				if n != 0 {
+					t.Errorf("%d interpreter modules held after Close, want 0", n)
+				}
+			} else if !tc.upgrading && n != want {
+				t.Errorf("%d interpreter modules held, want %d", n, want)
+			}
 			if tc.upgrading {
 				wasm.WaitTier(p)
 				if got := wasm.Tier(p); got != "compiled" {
@@ -237,6 +253,9 @@ func TestTier_lazy(t *testing.T) {
 				}
 				if res := run(t, p, benignWAT); res.Err != nil {
 					t.Fatalf("call on the compiled tier: %v", res.Err)
+				}
+				if n := wasm.InterpModules(r); n != 0 {
+					t.Errorf("%d interpreter modules held on the compiled tier, want 0", n)
 				}
 			}
 		})
