@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"os"
@@ -11,8 +12,11 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"unicode"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agenthost/agenthost/host/approval"
 )
 
 // approvePolicy makes every call of core:echo wait for a decision.
@@ -161,5 +165,27 @@ func TestApproveNoTerminal(t *testing.T) {
 				t.Fatalf("exit %d, want %d with %q:\n%s%s", code, tc.code, tc.want, stdout.String(), stderr.String())
 			}
 		})
+	}
+}
+
+// TestApproveQuestionEscaped: what a model wrote (arguments, risks) reaches
+// the terminal with control and bidirectional characters escaped.
+func TestApproveQuestionEscaped(t *testing.T) {
+	b, err := approval.NewBroker(approval.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{approve: approveFlags{minutes: 15}}
+	var tty bytes.Buffer
+	req := approval.Request{ID: "apr_x", Tenant: "default", Tool: "core:echo", Arguments: []byte("{\"msg\":\"\u202eevil\x1b[2J\"}"), Risks: []string{"args:msg\x07"}}
+	e.askTerminal(context.Background(), b, &tty, bufio.NewReader(strings.NewReader("n\n")), req, "terminal:test")
+	out := tty.String()
+	for _, r := range out {
+		if r != '\n' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)) {
+			t.Fatalf("the question holds %U:\n%q", r, out)
+		}
+	}
+	if !strings.Contains(out, `\u202eevil\x1b[2J`) || !strings.Contains(out, `args:msg\a`) {
+		t.Errorf("the escapes are not shown:\n%s", out)
 	}
 }
