@@ -29,3 +29,28 @@ func Example() {
 	// 2 ran
 	// 3 TOOL_ERROR the call's budget of 3 calls in all is spent
 }
+
+// A tenant's places shared by a root call's budget: the root holds one
+// place and lends it to its first inner call, so that with one place in
+// all the inner call still runs; a second inner call at once waits for a
+// place (here, until its context ends).
+func ExampleBudget_Share() {
+	places := budget.NewPlaces(1)
+	places.TryAcquire() // the root call's own place
+	b := budget.New(budget.Limits{})
+	b.Share(places)
+	inner, err := b.Acquire(context.Background())
+	fmt.Println(err == nil, places.InUse())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = b.Acquire(ctx)
+	fmt.Println(err.Code)
+	inner.Release()
+	again, err := b.Acquire(context.Background())
+	fmt.Println(err == nil)
+	again.Release()
+	// Output:
+	// true 1
+	// CANCELLED
+	// true
+}

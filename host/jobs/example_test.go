@@ -50,3 +50,35 @@ func Example() {
 	// done
 	// not found
 }
+
+// A synchronous call still running when the server gives up draining is
+// stopped by Interrupt and answered MAY_HAVE_RUN: it may have run.
+func ExampleEngine_Interrupt() {
+	ctx := context.Background()
+	st, err := store.Open(ctx, ":memory:")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer st.Close()
+	started := make(chan struct{})
+	e, err := jobs.New(ctx, jobs.Options{Store: st,
+		Run: func(ctx context.Context, tenant, tool string, args json.RawMessage) (abi.Envelope, error) {
+			close(started)
+			<-ctx.Done() // a call that runs until it is stopped
+			return abi.Failure(tool, abi.Errorf(abi.CodeCancelled, "stopped")), nil
+		}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Close()
+	go func() { <-started; e.Interrupt() }()
+	env, err := e.Call(ctx, "acme", "app:slow", json.RawMessage(`{}`))
+	fmt.Println(env.Error.Code, err)
+	_, err = e.Call(ctx, "acme", "app:slow", json.RawMessage(`{}`))
+	fmt.Println(err)
+	// Output:
+	// MAY_HAVE_RUN <nil>
+	// the server is shutting down: it starts no new job
+}
