@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/agenthost/agenthost/host/approval"
 	"github.com/agenthost/agenthost/host/hosttest"
 	"github.com/agenthost/agenthost/host/manifest"
+	"github.com/agenthost/agenthost/host/receipt"
 )
 
 // approveHost is a host whose policy makes calls matching the rule wait.
@@ -221,5 +223,51 @@ func TestApproveRedacted(t *testing.T) {
 	}
 	if req.ArgumentsDigest != approval.Digest([]byte(`{"note":"the key is `+secret+`"}`)) {
 		t.Errorf("the digest is not the real arguments': %s", req.ArgumentsDigest)
+	}
+}
+
+// receipts keeps the receipts a host hands it.
+type receipts struct {
+	mu  sync.Mutex
+	got []*receipt.Receipt
+}
+
+func (r *receipts) Record(_ context.Context, rc *receipt.Receipt) error {
+	r.mu.Lock()
+	r.got = append(r.got, rc)
+	r.mu.Unlock()
+	return nil
+}
+
+// TestApproveReceipt: the call's receipt references the decision (id,
+// decision, who, when); a reused allow is "auto".
+func TestApproveReceipt(t *testing.T) {
+	sink := &receipts{}
+	b, _ := approval.NewBroker(approval.Options{})
+	p := hosttest.Policy(t, "approve:\n  - tools: [\"core:echo\"]\n")
+	h, err := host.New(context.Background(), host.Options{Dirs: []string{hosttest.Toolpacks(t)}, Policy: p, CacheDir: hosttest.CacheDir(t), Tenant: "acme", Approvals: b, Receipts: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	asked := answer(t, b, approval.Allow, 5)
+	if env := h.Call(context.Background(), "core:echo", json.RawMessage(`{"a":1}`)); env.Error != nil {
+		t.Fatal(env.Error)
+	}
+	<-asked
+	if env := h.Call(context.Background(), "core:echo", json.RawMessage(`{"a":2}`)); env.Error != nil { // the remembered allow
+		t.Fatal(env.Error)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.got) < 2 {
+		t.Fatalf("%d receipts", len(sink.got))
+	}
+	first, second := sink.got[0].Approval, sink.got[1].Approval
+	if first == nil || first.Decision != "allow" || first.Subject != "acme/alice" || first.Tenant != "acme" || first.ID == "" || first.At == 0 {
+		t.Errorf("first receipt's approval: %+v", first)
+	}
+	if second == nil || second.Decision != "auto" || second.ID != first.ID {
+		t.Errorf("reused allow's approval: %+v", second)
 	}
 }
