@@ -119,6 +119,7 @@ func (s *Server) engine() (*jobs.Engine, error) {
 			}})
 		if err != nil {
 			st.Close()
+			return nil, err
 		}
 		ts.own = st
 	}
@@ -266,7 +267,7 @@ func (s *Server) startJob(ctx context.Context, origin, tool string, args json.Ra
 	if err == nil {
 		n, err = e.Count(ctx, s.tasks.tenant, origin, quota)
 	}
-	if err == nil && n < quota && s.tasks.own != nil {
+	if err == nil && n < quota && s.jobs == nil {
 		quota = MaxTasks
 		n, err = e.Count(ctx, s.tasks.tenant, "", quota)
 	}
