@@ -140,11 +140,12 @@ func (s *Server) callApproved(ctx context.Context, req *sdk.CallToolRequest, nam
 		}
 	} else if canAsk && req.Session != nil {
 		ss := req.Session
-		ctx = approval.WithNotify(ctx, func(r approval.Request) {
-			// The notification must not block: the question goes out on
-			// its own goroutine and ends with the call at the latest.
-			go s.elicit(ctx, ss, name, r, who)
-		})
+		// The question goes out on its own goroutine (the notification
+		// must not block) and is withdrawn when the call ends, decided
+		// here or elsewhere.
+		ectx, withdraw := context.WithCancel(ctx)
+		defer withdraw()
+		ctx = approval.WithNotify(ctx, func(r approval.Request) { go s.elicit(ectx, ss, name, r, who) })
 		return resultOf(name, s.call(ctx, req, id)), nil
 	}
 	// Nobody to ask over MCP.
@@ -192,7 +193,9 @@ func (s *Server) answer(req *sdk.CallToolRequest, who string) (approval.Answer, 
 func (s *Server) elicit(ctx context.Context, ss *sdk.ServerSession, name string, r approval.Request, who string) {
 	res, err := ss.Elicit(ctx, elicitation(name, r))
 	if err != nil {
-		s.log.Warn("approval: the MCP client did not answer", "approval", r.ID, "error", err)
+		if ctx.Err() == nil { // not withdrawn: the client failed
+			s.log.Warn("approval: the MCP client did not answer", "approval", r.ID, "error", err)
+		}
 		return
 	}
 	d, minutes := decisionOf(res)

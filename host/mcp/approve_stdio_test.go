@@ -81,3 +81,52 @@ func TestApproveStdio(t *testing.T) {
 		})
 	}
 }
+
+// TestApproveFirstAnswerWins: over 2025-11-25 the call waits in the
+// broker while its client is asked; a decision given elsewhere first
+// (here the broker's, as the console gives it) runs the call, and the
+// question still open on the client is withdrawn.
+func TestApproveFirstAnswerWins(t *testing.T) {
+	h, b := approveHost(t, nil, nil)
+	srv := mcp.New(h, mcp.Options{})
+	defer srv.Close()
+	events, stop, err := b.Subscribe("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	go func() {
+		for ev := range events {
+			if ev.Kind == approval.EventPending {
+				_, _, _ = b.Decide(ev.Request.Tenant, ev.Request.ID, approval.AllowOnce, 0, "default/console")
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	clientIn, serverOut := io.Pipe()
+	serverIn, clientOut := io.Pipe()
+	go func() { _ = srv.RunIO(ctx, serverIn, serverOut) }()
+	release := make(chan struct{})
+	defer close(release)
+	c := sdk.NewClient(&sdk.Implementation{Name: "slow-approver", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(hctx context.Context, _ *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			select { // a person who never answers
+			case <-hctx.Done():
+			case <-release:
+			}
+			return &sdk.ElicitResult{Action: "decline"}, nil
+		}})
+	cs, err := c.Connect(ctx, &sdk.IOTransport{Reader: clientIn, Writer: clientOut}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "core__echo", Arguments: map[string]any{"first": "console"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || res.Content[0].(*sdk.TextContent).Text != `{"first":"console"}` {
+		t.Fatalf("%+v", res.Content[0])
+	}
+}
