@@ -157,14 +157,20 @@ func TestApproveNoTerminal(t *testing.T) {
 		{"--approve other", []string{"--approve", "fs:*"}, "no terminal to ask on", 1},
 		{"bad glob", []string{"--approve", "core:["}, "--approve", 2},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			args := append([]string{"exec", "--dir", toolpacks, "--policy", pol, "--cache-dir", t.TempDir(), "testdata/echo_action.txt"}, tc.extra...)
-			code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
-			if code != tc.code || !strings.Contains(stdout.String()+stderr.String(), tc.want) {
-				t.Fatalf("exit %d, want %d with %q:\n%s%s", code, tc.code, tc.want, stdout.String(), stderr.String())
-			}
-		})
+		for _, cmd := range [][]string{
+			{"exec", "testdata/echo_action.txt"},
+			{"invoke", "core:echo", `{"msg":"hi"}`},
+		} {
+			t.Run(cmd[0]+"/"+tc.name, func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				args := append([]string{cmd[0], "--dir", toolpacks, "--policy", pol, "--cache-dir", t.TempDir()}, cmd[1:]...)
+				args = append(args, tc.extra...)
+				code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
+				if code != tc.code || !strings.Contains(stdout.String()+stderr.String(), tc.want) {
+					t.Fatalf("exit %d, want %d with %q:\n%s%s", code, tc.code, tc.want, stdout.String(), stderr.String())
+				}
+			})
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"strings"
 
@@ -15,7 +16,8 @@ import (
 func invokeCommand() command {
 	return command{
 		name: "invoke", jsonOnly: true, usage: "invoke ID [JSON|-|@FILE]", summary: "run one tool and print its result envelope",
-		run: runInvoke,
+		flags: func(fs *flag.FlagSet, e *env) { approveFlagSet(fs, e) },
+		run:   runInvoke,
 	}
 }
 
@@ -31,6 +33,11 @@ func runInvoke(ctx context.Context, e *env, args []string) error {
 		}
 		raw = b
 	}
+	stopApprovals, err := e.startApprovals(ctx) // the policy's approve rules ask here (approve.go)
+	if err != nil {
+		return err
+	}
+	defer stopApprovals()
 	h, err := e.newHost(ctx)
 	if err != nil {
 		return err
