@@ -9,7 +9,10 @@
 // calls at once, whatever started them; beyond, a start waits in a
 // queue of at most MaxQueued, and beyond that it is refused with a
 // *LimitError that says when to retry. Every root call gets one budget
-// (host/budget) that the calls it sets off draw from.
+// (host/budget) that the calls it sets off draw from; the budget shares
+// the tenant's places, so those calls (a program's inner calls, a
+// workflow's nodes) hold the tenant's limit too, the root lending them
+// its own place while it waits on them.
 //
 // Several instances may share one database. Each job records the
 // instance that runs it, whose lease the instance renews; at start, and
@@ -18,7 +21,10 @@
 // never "did not run". A job has exactly one final answer: only an
 // unfinished job can be finished, so a cancel of a finished job is a
 // no-op that returns its final state. An instance that cannot renew its
-// leases starts no job (Ready says why) until it can again.
+// leases starts no job (Ready says why) until it can again. Past a
+// drain, Interrupt stops what still runs: jobs end interrupted and
+// synchronous calls answer MAY_HAVE_RUN, never a CANCELLED that would
+// say they did not run.
 //
 // Calls run in process, or on workers over NATS JetStream: the executor
 // of the subpackage natsexec, whose dispatcher is the run function.
