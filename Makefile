@@ -59,6 +59,15 @@ fuzz: ## run each fuzz target for 10s (FUZZTIME=...)
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME) ./host/credential
 	$(GO) test -run '^$$' -fuzz '^FuzzArchive$$' -fuzztime $(FUZZTIME) ./host/toolpack
 	$(GO) test -run '^$$' -fuzz '^FuzzProgram$$' -fuzztime $(FUZZTIME) ./plugins/code-starlark
+	$(GO) test -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME) ./host/approval
+	$(GO) test -run '^$$' -fuzz '^FuzzImports$$' -fuzztime $(FUZZTIME) ./host/audit
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./host/credential
+	$(GO) test -run '^$$' -fuzz '^FuzzInstrument$$' -fuzztime $(FUZZTIME) ./host/internal/meter
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./host/internal/sandboxfs
+	$(GO) test -run '^$$' -fuzz '^FuzzStreams$$' -fuzztime $(FUZZTIME) ./host/llm
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./host/receipt
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./host/receipt
+	$(GO) test -run '^$$' -fuzz '^FuzzName$$' -fuzztime $(FUZZTIME) ./host/wire
 
 lint: ## go vet (host, macOS, Windows and wasip1) and staticcheck
 	$(GO) vet ./...
