@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -21,15 +22,32 @@ import (
 type approveFlags struct {
 	tools   multiFlag // --approve GLOB: pre-approved tools
 	minutes int       // --approve-minutes: how long [a] lasts
+	key     string    // serve's --approval-key: the FILE whose key signs approval states
 	broker  *approval.Broker
 }
 
 // serveApprovals makes the one broker serve's tenants share, so that the
 // bounds on waiting calls hold for the whole server; its requests are
 // answered over HTTP, in the console, and by the MCP and AG-UI clients.
+//
+// With --approval-key the states of the stateless round trips (an MCP
+// client's input_required retry) are signed with the key in that file,
+// so that every instance sharing it takes a retry that reaches another
+// one; without it each process signs with a random key of its own.
 func (e *env) serveApprovals() error {
-	b, err := approval.NewBroker(approval.Options{})
+	var opts approval.Options
+	if e.approve.key != "" {
+		key, err := readKeyFile(e.approve.key)
+		if err != nil {
+			return usageError{fmt.Sprintf("--approval-key: %v", err)}
+		}
+		opts.Key = key
+	}
+	b, err := approval.NewBroker(opts)
 	if err != nil {
+		if e.approve.key != "" {
+			return usageError{fmt.Sprintf("--approval-key: %v", err)}
+		}
 		return err
 	}
 	e.approve.broker = b
@@ -184,4 +202,17 @@ func currentUser() string {
 		return u
 	}
 	return "unknown"
+}
+
+// readKeyFile reads a key file: raw bytes, or hex text (surrounding
+// white space ignored), as --credential-key takes them.
+func readKeyFile(name string) ([]byte, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	if h, err := hex.DecodeString(strings.TrimSpace(string(b))); err == nil {
+		return h, nil
+	}
+	return b, nil
 }

@@ -195,3 +195,27 @@ func TestApproveQuestionEscaped(t *testing.T) {
 		t.Errorf("the escapes are not shown:\n%s", out)
 	}
 }
+
+// TestServeApprovalKey: serve refuses an --approval-key it cannot sign
+// with (missing, or under 32 bytes) before it listens.
+func TestServeApprovalKey(t *testing.T) {
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short.key")
+	if err := os.WriteFile(short, []byte("0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, key, want string
+	}{
+		{"missing", filepath.Join(dir, "none.key"), "--approval-key"},
+		{"short", short, "--approval-key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--cache-dir", t.TempDir(), "--approval-key", tc.key}
+			if code := run(context.Background(), args, strings.NewReader(""), &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("exit %d, want 2 with %q: %s", code, tc.want, errb.String())
+			}
+		})
+	}
+}

@@ -58,6 +58,7 @@ func serveCommand() command {
 			fs.StringVar(&s.data, "data", "", "the `DIR` of the SQLite history database (default <cache>/serve)")
 			fs.StringVar(&s.store, "store", "", "a PostgreSQL `URL` (postgres://…) for the history, shared by several serve instances (instead of --data)")
 			fs.StringVar(&s.instance, "instance", "", "this server's `NAME` among those sharing a --store (default: random); restarted under the same name, it ends its own unfinished jobs at once instead of when their leases expire")
+			fs.StringVar(&e.approve.key, "approval-key", "", "an HMAC key `FILE` (32+ bytes, raw or hex) that signs the approval states of MCP's input_required round trips, so that serve instances sharing it take each other's retries (default: a random key per process)")
 			fs.StringVar(&s.credKey, "credential-key", "", "an HMAC key `FILE` (32+ bytes, raw or hex): tools requesting credentials get a 5-minute token per call, scoped to the tenant and tool")
 			fs.StringVar(&s.otlp, "otlp", "", "export a trace span per tool call (execute_tool, generative-AI attributes) over OTLP/HTTP to `URL` (e.g. http://127.0.0.1:4318)")
 			fs.Float64Var(&s.otlpSample, "otlp-sample", 1, "the `RATIO` of calls traced with --otlp (0 < RATIO ≤ 1; a span follows its parent's decision)")
@@ -160,7 +161,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		e.issuer = iss
 	}
-	e.protected = []string{s.auth, s.credKey, s.receipt.key}
+	e.protected = []string{s.auth, s.credKey, s.receipt.key, e.approve.key}
 	tenants, hosts, af, err := e.buildTenants(ctx, root, s.auth, s.profiles)
 	defer func() {
 		for _, h := range hosts {
@@ -372,6 +373,9 @@ func (e *env) buildTenants(ctx context.Context, root, authPath string, profiles 
 	}
 	if e.serve.receipt.key != "" {
 		files = append(files, serverFile{e.serve.receipt.key, "the receipt signing key"})
+	}
+	if e.approve.key != "" {
+		files = append(files, serverFile{e.approve.key, "the approval key"})
 	}
 	if authPath == "" {
 		if err := add("default", e.policy, profiles); err != nil {

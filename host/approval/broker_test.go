@@ -1,6 +1,7 @@
 package approval_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -365,5 +366,39 @@ func TestSubscriberDroppedWhenBehind(t *testing.T) {
 func TestNewBrokerKey(t *testing.T) {
 	if _, err := approval.NewBroker(approval.Options{Key: []byte("short")}); err == nil {
 		t.Fatal("a short key was accepted")
+	}
+}
+
+// TestStateSharedKey: brokers given one Key (serve instances sharing
+// --approval-key) take each other's states, so a stateless retry may
+// reach any of them; a broker with another key refuses them.
+func TestStateSharedKey(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, 32)
+	a, err := approval.NewBroker(approval.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := approval.NewBroker(approval.Options{Key: key})
+	c, _ := approval.NewBroker(approval.Options{Key: bytes.Repeat([]byte{8}, 32)})
+	m := approval.Match{Rule: 0, Risks: []string{}, Timeout: time.Minute}
+	req := request("acme", "fs:write", `{"path":"a"}`)
+	ctx, d := approval.NoWait(context.Background())
+	if _, err := a.Ask(ctx, req, m); err == nil {
+		t.Fatal("NoWait ran the call")
+	}
+	n, ok := d.Needed()
+	if !ok {
+		t.Fatal("no NeedsApproval")
+	}
+	ans := approval.Answer{State: n.State, Decision: approval.AllowOnce, By: "mcp:acme/alice"}
+	if _, err := c.Ask(approval.WithAnswer(context.Background(), ans), req, m); err == nil || !strings.Contains(err.Error(), "not a state this host issued") {
+		t.Fatalf("a broker with another key: %v, want refused", err)
+	}
+	rec, err := b.Ask(approval.WithAnswer(context.Background(), ans), req, m)
+	if err != nil || rec.Decision != approval.AllowOnce || rec.ID != n.Request.ID {
+		t.Fatalf("the other broker with the key: %+v %v", rec, err)
+	}
+	if _, err := approval.NewBroker(approval.Options{Key: []byte("short")}); err == nil {
+		t.Fatal("a 5-byte key was taken")
 	}
 }
