@@ -210,7 +210,7 @@ func TestCodeReuse(t *testing.T) {
 				want: `{"result":"` + secret + `","log":[],"calls":1}`},
 			probe: prog{code: "return [typeof secret, typeof kept, typeof ({}).leak, [1].map(x => x + 1)[0], JSON.stringify({a: 1}), (await tools.core.echo({n: 2})).n]",
 				want: `{"result":["undefined","undefined","undefined",2,"{\"a\":1}",2],"log":[],"calls":1}`},
-			bomb: prog{code: "const a = [];\nfor (;;) a.push(input.repeat(100000) + a.length)", code0: abi.CodeMemoryLimit},
+			bomb: prog{code: "const a = [];\nfor (;;) a.push(input.repeat(1000000) + a.length)", code0: abi.CodeMemoryLimit},
 		},
 		{
 			tool: "code:starlark",
