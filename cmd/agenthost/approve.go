@@ -12,7 +12,7 @@ import (
 	"path"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/agenthost/agenthost/host/approval"
 )
@@ -190,8 +190,7 @@ func isTTY(v any) bool {
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return term.IsTerminal(int(f.Fd()))
 }
 
 func currentUser() string {
