@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/internal/cputime"
 )
 
 // BenchmarkCodeMode measures the code tools from a warm pool, in one run
@@ -87,12 +87,12 @@ func BenchmarkCodeMode(b *testing.B) {
 					directs = append(directs, float64(time.Since(t)))
 				}
 				empties = append(empties, float64(call(ctx, lang.empty)))
-				c := codeCPU()
+				c := cputime.Process()
 				loops = append(loops, float64(call(ctx, lang.loop)))
-				cpuLoops = append(cpuLoops, float64(codeCPU()-c))
-				c = codeCPU()
+				cpuLoops = append(cpuLoops, float64(cputime.Process()-c))
+				c = cputime.Process()
 				call(ctx, lang.empty)
-				cpuEmpties = append(cpuEmpties, float64(codeCPU()-c))
+				cpuEmpties = append(cpuEmpties, float64(cputime.Process()-c))
 				mark = time.Time{}
 				call(timed, lang.loop)
 			}
@@ -107,11 +107,4 @@ func BenchmarkCodeMode(b *testing.B) {
 			b.ReportMetric((median(cpuLoops)-median(cpuEmpties))/n, "cpu-inner-ns")
 		})
 	}
-}
-
-// codeCPU is the process's user and system CPU time so far.
-func codeCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

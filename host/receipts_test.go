@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/agenthost/agenthost/host/internal/cputime"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/receipt"
 	"github.com/agenthost/agenthost/host/store"
@@ -187,7 +187,7 @@ func BenchmarkReceipts(b *testing.B) {
 				name = "go-" + mode
 			}
 			b.Run(name, func(b *testing.B) {
-				cpu0 := receiptsCPU()
+				cpu0 := cputime.Process()
 				for b.Loop() {
 					if env := h.Call(ctx, tool, argsOf[tool]); env.Error != nil {
 						b.Fatal(env.Error)
@@ -195,7 +195,7 @@ func BenchmarkReceipts(b *testing.B) {
 				}
 				// The process's CPU per call, the writer's included: a
 				// busy shared machine inflates the wall time, not this.
-				b.ReportMetric(float64((receiptsCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64((cputime.Process()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 			})
 		}
 		h.Close(ctx)
@@ -205,11 +205,4 @@ func BenchmarkReceipts(b *testing.B) {
 			}
 		}
 	}
-}
-
-// receiptsCPU is the process's user and system CPU time so far.
-func receiptsCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,10 +1,9 @@
 package receipt_test
 
 import (
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/agenthost/agenthost/host/internal/cputime"
 	"github.com/agenthost/agenthost/host/receipt"
 )
 
@@ -13,22 +12,14 @@ import (
 func BenchmarkVerify100k(b *testing.B) {
 	rs := chain("acme", 100000)
 	sigs := []*receipt.Signature{sign(b, newSigner(b), rs[len(rs)-1])}
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		rep, err := receipt.Verify("acme", receipt.Seq(rs), receipt.Seq(sigs), nil)
 		if err != nil || rep.Break != nil || rep.Signed != 100000 {
 			b.Fatal(rep, err)
 		}
 	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
-}
-
-// cpuTime is the process's user and system CPU time so far: the figure
-// that a busy shared machine does not inflate as it does the wall time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((cputime.Process()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkLink is the hashing a receipt costs when it is chained.

@@ -4,10 +4,10 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host/internal/cputime"
 	"github.com/agenthost/agenthost/host/receipt"
 	"github.com/agenthost/agenthost/host/store"
 )
@@ -72,7 +72,7 @@ func BenchmarkReceipts(b *testing.B) {
 		}
 	}
 	b.Run("verify-100k", func(b *testing.B) {
-		cpu0 := cpuTime()
+		cpu0 := cputime.Process()
 		for b.Loop() {
 			rep, err := s.VerifyReceipts(ctx, "verify", nil)
 			if err != nil || rep.Break != nil || rep.Receipts != 100000 {
@@ -81,13 +81,6 @@ func BenchmarkReceipts(b *testing.B) {
 		}
 		// The process's CPU time per walk: the figure that a busy shared
 		// machine does not inflate as it does the wall time.
-		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64((cputime.Process()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	})
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host/internal/cputime"
 	"github.com/agenthost/agenthost/host/internal/meter"
 	"github.com/tetratelabs/wazero"
 )
@@ -55,11 +56,11 @@ func benchInterruption(b *testing.B, g benchGuest) {
 			c := compile(b, tc.r, tc.wasm)
 			b.ResetTimer()
 			var fuel uint64
-			cpu0 := cpuTime()
+			cpu0 := int64(cputime.Process())
 			for b.Loop() {
 				fuel = runCase(b, g, tc, c)
 			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(int64(cputime.Process())-cpu0)/float64(b.N), "cpu-ns/op")
 			if tc.name == "fuel" {
 				b.ReportMetric(float64(fuel), "fuel/op")
 			}
@@ -86,9 +87,9 @@ func benchInterruption(b *testing.B, g benchGuest) {
 		for b.Loop() {
 			var base float64
 			for i, tc := range cases {
-				cpu0 := threadCPUTime()
+				cpu0 := int64(cputime.Thread())
 				runCase(b, g, tc, compiled[i])
-				d := float64(threadCPUTime() - cpu0)
+				d := float64(int64(cputime.Thread()) - cpu0)
 				if i == 0 {
 					base = d
 				}
@@ -232,7 +233,7 @@ func BenchmarkCompile(b *testing.B) {
 		b.Run(m.name, func(b *testing.B) {
 			r := newRuntime(b, nil)
 			b.ReportMetric(float64(len(m.wasm)), "bytes")
-			cpu0 := cpuTime()
+			cpu0 := int64(cputime.Process())
 			for b.Loop() {
 				c, err := r.CompileModule(context.Background(), m.wasm)
 				if err != nil {
@@ -240,7 +241,7 @@ func BenchmarkCompile(b *testing.B) {
 				}
 				_ = c.Close(context.Background())
 			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(int64(cputime.Process())-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/hosttest"
+	"github.com/agenthost/agenthost/host/internal/cputime"
 	"github.com/agenthost/agenthost/host/jobs/natsexec"
 	"github.com/agenthost/agenthost/host/jobs/natsexec/queuetest"
 )
@@ -42,9 +43,9 @@ func BenchmarkQueue(b *testing.B) {
 	// nats-server, the workers and the callers all run in it): steadier
 	// than calls/s when other work shares the machine.
 	load := func(b *testing.B, call func() error) {
-		c0 := cpuTime()
+		c0 := cputime.Process()
 		hosttest.Load(b, 16, call)
-		if c := cpuTime() - c0; c > 0 {
+		if c := cputime.Process() - c0; c > 0 {
 			b.ReportMetric(float64(c.Microseconds())/float64(max(b.N/16, 1)*16), "cpu-µs/call")
 		}
 	}

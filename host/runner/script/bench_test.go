@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host/internal/cputime"
 	"github.com/agenthost/agenthost/host/manifest"
 	"github.com/agenthost/agenthost/host/policy"
 	"github.com/agenthost/agenthost/host/runner"
@@ -110,11 +111,11 @@ func BenchmarkBridge(b *testing.B) {
 			}
 			var tb, ti, cb, ci []time.Duration
 			timed := func(f func(), wall, cpu *[]time.Duration) {
-				c0 := cpuTime()
+				c0 := cputime.WithChildren()
 				start := time.Now()
 				f()
 				*wall = append(*wall, time.Since(start))
-				*cpu = append(*cpu, cpuTime()-c0)
+				*cpu = append(*cpu, cputime.WithChildren()-c0)
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/agenthost/agenthost/host/internal/cputime"
 	"github.com/agenthost/agenthost/host/runner"
 )
 
@@ -93,8 +94,8 @@ func benchRawCheck(b *testing.B, module string, interrupt bool, ok func(out []by
 // "cpu-ns/op" when the returned func is called: unlike ns/op it does not
 // count time spent waiting for a core on a loaded machine.
 func cpuTimer() func(*testing.B) {
-	start := cpuNow()
+	start := int64(cputime.Process())
 	return func(b *testing.B) {
-		b.ReportMetric(float64(cpuNow()-start)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(int64(cputime.Process())-start)/float64(b.N), "cpu-ns/op")
 	}
 }

@@ -1,11 +1,9 @@
-//go:build unix
-
 package action_test
 
 import (
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/agenthost/agenthost/host/internal/cputime"
 )
 
 // reportCPU adds a cpu-ns/op metric: process CPU time (user+system, GC
@@ -13,16 +11,8 @@ import (
 // compete for the cores. Call start before the loop and the returned func
 // after it.
 func reportCPU(b *testing.B) func() {
-	start := cpuNow()
+	start := cputime.Process()
 	return func() {
-		b.ReportMetric(float64((cpuNow()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64((cputime.Process()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
-}
-
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
