@@ -189,7 +189,8 @@ func TestCodeLargeAnswer(t *testing.T) {
 // tools' pooled instances: what one program leaves (globals, patched
 // prototypes and JSON, a secret in its memory) is never seen by the
 // next, also after a program that hit its memory limit, and ordinary
-// programs reuse their instance (only the memory bomb discards one).
+// programs (a few MiB of data, as a program over many files holds)
+// reuse their instance: only the memory bomb discards one.
 func TestCodeReuse(t *testing.T) {
 	h := codeHost(t, testBudgets)
 	const secret = "s3cr3t-7f1c"
@@ -206,7 +207,7 @@ func TestCodeReuse(t *testing.T) {
 	}{
 		{
 			tool: "code:js",
-			set: prog{code: "globalThis.secret = input; var kept = input;\nObject.prototype.leak = input;\nArray.prototype.map = function () { return [input] };\nJSON.stringify = function () { return '\"' + input + '\"' };\nreturn (await tools.core.echo({s: input})).s",
+			set: prog{code: "const rows = [];\nfor (let i = 0; i < 3000; i++) rows.push({i, s: input + i});\nglobalThis.secret = input; var kept = input;\nObject.prototype.leak = input;\nArray.prototype.map = function () { return [input] };\nJSON.stringify = function () { return '\"' + input + '\"' };\nreturn (await tools.core.echo({s: input})).s",
 				want: `{"result":"` + secret + `","log":[],"calls":1}`},
 			probe: prog{code: "return [typeof secret, typeof kept, typeof ({}).leak, [1].map(x => x + 1)[0], JSON.stringify({a: 1}), (await tools.core.echo({n: 2})).n]",
 				want: `{"result":["undefined","undefined","undefined",2,"{\"a\":1}",2],"log":[],"calls":1}`},
@@ -214,7 +215,7 @@ func TestCodeReuse(t *testing.T) {
 		},
 		{
 			tool: "code:starlark",
-			set:  prog{code: "secret = input\nresult = tools.core.echo(s = input)['s']", want: `{"result":"` + secret + `","log":[],"calls":1}`},
+			set:  prog{code: "rows = [{'i': i, 's': input + str(i)} for i in range(2000)]\nsecret = input\nresult = tools.core.echo(s = input)['s']", want: `{"result":"` + secret + `","log":[],"calls":1}`},
 			// A global of an earlier program is not even declared.
 			probe: prog{code: "result = [secret, tools.core.echo(n = 2)['n']]", code0: abi.CodeInvalidArguments, want: "undefined: secret"},
 			bomb:  prog{code: "a = []\nfor i in range(100000):\n    a.append(input * 100000 + str(i))", code0: abi.CodeMemoryLimit},

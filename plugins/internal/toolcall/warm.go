@@ -12,15 +12,24 @@ import "runtime"
 // them.
 const Headroom = 8 << 20
 
-// ReserveHeap grows the Go heap by n bytes and frees them again: the
-// memory stays in the instance, as free pages of the heap the next
-// allocations take before the heap grows. Call it in main before
-// guest.Run (at start-up, before the host's snapshot; the SDK's warm-up
-// collects the garbage before the snapshot is taken).
+// ReserveHeap grows the Go heap by about n bytes and frees them again:
+// the memory stays in the instance, as free pages of the heap the next
+// allocations take before the heap grows. It allocates objects of many
+// size classes rather than one block, so the runtime also makes the span
+// records (allocated outside the heap, 256 KiB at a time) that a
+// program's small allocations need; freed, they are reused. Call it in
+// main before guest.Run (at start-up, before the host's snapshot; the
+// SDK's warm-up collects the garbage before the snapshot is taken).
 func ReserveHeap(n int) {
-	// A size known only at run time is always allocated on the heap;
-	// KeepAlive keeps the allocation from being optimised away.
-	runtime.KeepAlive(make([]byte, n))
+	sizes := [...]int{16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096, 8192}
+	var held [][]byte
+	for total := 0; total < n; {
+		for _, size := range sizes {
+			held = append(held, make([]byte, size))
+			total += size
+		}
+	}
+	runtime.KeepAlive(held)
 }
 
 // Echo is a Caller that answers every call with its arguments as the
