@@ -233,12 +233,22 @@ func verifyReceipts(ctx context.Context, e *env, st *store.Store, tenants []stri
 		fmt.Fprintln(e.stdout, "no receipts")
 		return nil
 	}
-	bad := false
+	reps := make([]receipt.Report, 0, len(tenants))
 	for _, t := range tenants {
 		rep, err := receipt.Verify(t, st.Receipts(ctx, t, 0), mergeSignatures(st.ReceiptSignatures(ctx, t, 0), kept[t]), trust)
 		if err != nil {
 			return err
 		}
+		reps = append(reps, rep)
+	}
+	return e.printReports(reps)
+}
+
+// printReports prints each tenant's verdict (a line, or a JSON object
+// with --json); exit 1 when a chain is broken.
+func (e *env) printReports(reps []receipt.Report) error {
+	bad := false
+	for _, rep := range reps {
 		bad = bad || rep.Break != nil
 		if e.asJSON {
 			b, _ := json.Marshal(rep)
@@ -342,25 +352,15 @@ func verifyExport(e *env, f *receiptsFlags, trust receipt.Trust) error {
 		order = append(order, f.tenant)
 		chains[f.tenant] = &chain{v: receipt.NewVerifier(f.tenant, trust)}
 	}
-	bad := false
+	reps := make([]receipt.Report, 0, len(order))
 	for _, t := range order {
 		c := chains[t]
 		if c.pending != nil {
 			c.v.Receipt(c.pending, nil)
 		}
-		rep := c.v.Done()
-		bad = bad || rep.Break != nil
-		if e.asJSON {
-			b, _ := json.Marshal(rep)
-			fmt.Fprintln(e.stdout, string(b))
-			continue
-		}
-		fmt.Fprintln(e.stdout, escapeText(describeReport(rep)))
+		reps = append(reps, c.v.Done())
 	}
-	if bad {
-		return exitError{1}
-	}
-	return nil
+	return e.printReports(reps)
 }
 
 // describeReport is one tenant's verdict in a line.

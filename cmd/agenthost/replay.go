@@ -6,13 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/host/cache"
 	"github.com/agenthost/agenthost/host/receipt"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/internal/unidiff"
@@ -93,7 +90,7 @@ func runReplay(ctx context.Context, e *env, f *replayFlags, args []string) error
 	case f.limit <= 0:
 		return usageError{"replay: --limit must be above 0"}
 	}
-	st, err := openReplayStore(ctx, e, f)
+	st, err := openHistory(ctx, e, f.data, f.store)
 	if err != nil {
 		return err
 	}
@@ -153,33 +150,6 @@ func runReplay(ctx context.Context, e *env, f *replayFlags, args []string) error
 		return exitError{1}
 	}
 	return nil
-}
-
-// openReplayStore opens the history the receipts are in: --store, --data
-// or serve's default folder.
-func openReplayStore(ctx context.Context, e *env, f *replayFlags) (*store.Store, error) {
-	dsn := f.store
-	switch {
-	case dsn != "" && f.data != "":
-		return nil, usageError{"replay: give --store or --data, not both"}
-	case dsn != "" && !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://"):
-		return nil, usageError{"replay: --store takes a postgres:// URL (SQLite is --data DIR)"}
-	case dsn == "":
-		data := f.data
-		if data == "" {
-			root, err := cache.Resolve(e.cacheDir)
-			if err != nil {
-				return nil, usageError{err.Error()}
-			}
-			data = filepath.Join(root, "serve")
-		}
-		dsn = filepath.Join(data, "agenthost.db")
-		if _, err := os.Stat(dsn); err != nil {
-			// Opening would create an empty database.
-			return nil, usageError{fmt.Sprintf("replay: no history at %s: %v", dsn, err)}
-		}
-	}
-	return store.Open(ctx, dsn)
 }
 
 // replayReceipts loads the receipts args (or --since) names.
