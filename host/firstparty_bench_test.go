@@ -349,6 +349,14 @@ func BenchmarkMixedLoad(b *testing.B) {
 			timed(i)
 		}
 	}
+	mixedRounds(b, n, timed)
+}
+
+// mixedRounds measures each of the n calls of firstPartyCalls (timed(i)
+// returns its µs) alone, then all round-robin, on every b.Loop pass, and
+// reports the worst and the median ratio of round-robin to alone, with
+// each call's ratio in the log.
+func mixedRounds(b *testing.B, n int, timed func(int) float64) {
 	var worst, med []float64
 	perCall, aloneUs, mixedUs := make([][]float64, n), make([][]float64, n), make([][]float64, n)
 	for b.Loop() {

@@ -1,7 +1,6 @@
 package host_test
 
 import (
-	"slices"
 	"testing"
 	"time"
 )
@@ -35,37 +34,5 @@ func BenchmarkMixedLoadRaw(b *testing.B) {
 			timed(i)
 		}
 	}
-	var worst, med []float64
-	perCall, aloneUs, mixedUs := make([][]float64, n), make([][]float64, n), make([][]float64, n)
-	for b.Loop() {
-		alone := make([]float64, n)
-		for i := range n {
-			var d []float64
-			for range 30 {
-				d = append(d, timed(i))
-			}
-			alone[i] = median(d[10:])
-		}
-		mixed := make([][]float64, n)
-		for range 30 {
-			for i := range n {
-				mixed[i] = append(mixed[i], timed(i))
-			}
-		}
-		var r []float64
-		for i := range n {
-			m := median(mixed[i])
-			q := m / alone[i]
-			r = append(r, q)
-			perCall[i] = append(perCall[i], q)
-			aloneUs[i], mixedUs[i] = append(aloneUs[i], alone[i]), append(mixedUs[i], m)
-		}
-		worst = append(worst, slices.Max(r))
-		med = append(med, median(r))
-	}
-	b.ReportMetric(median(worst), "worst-ratio")
-	b.ReportMetric(median(med), "median-ratio")
-	for i, c := range firstPartyCalls {
-		b.Logf("%-18s round-robin / alone %.2f (%.0f / %.0f µs)", callName(c.tool, c.args), median(perCall[i]), median(mixedUs[i]), median(aloneUs[i]))
-	}
+	mixedRounds(b, n, timed)
 }
