@@ -52,18 +52,8 @@ func approveServer(t *testing.T) (*httptest.Server, *approval.Broker) {
 			p, err := llm.ParseReplay(transcript)
 			return p, "replay", err
 		}}
-	auth := serve.NewAuthenticator([]serve.TokenEntry{{SHA256: hash("acme-token"), Tenant: "acme", Scopes: []string{"call", "sessions"}}})
-	api, err := serve.New(serve.Options{Tenants: map[string]*serve.Tenant{"acme": tenant}, Auth: auth, Store: st, MaxBody: 1 << 20, MaxConcurrent: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		api.Close()
-		st.Close()
-		h.Close(ctx)
-	})
+	t.Cleanup(func() { h.Close(ctx) })
+	srv := acmeServer(t, tenant, st, serve.Options{MaxBody: 1 << 20, MaxConcurrent: 4})
 	return srv, b
 }
 

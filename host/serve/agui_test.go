@@ -59,18 +59,8 @@ func exampleServer(t *testing.T, provider func() llm.Provider) (*httptest.Server
 			mu.Unlock()
 			return p, "replay", err
 		}}
-	auth := serve.NewAuthenticator([]serve.TokenEntry{{SHA256: hash("acme-token"), Tenant: "acme", Scopes: []string{"call", "sessions"}}})
-	api, err := serve.New(serve.Options{Tenants: map[string]*serve.Tenant{"acme": tenant}, Auth: auth, Store: st, MaxBody: 1 << 20, MaxConcurrent: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		api.Close()
-		st.Close()
-		h.Close(ctx)
-	})
+	t.Cleanup(func() { h.Close(ctx) })
+	srv := acmeServer(t, tenant, st, serve.Options{MaxBody: 1 << 20, MaxConcurrent: 4})
 	return srv, &replays
 }
 
@@ -368,13 +358,8 @@ func TestActionHistory(t *testing.T) {
 			replays = append(replays, p)
 			return p, "replay", err
 		}}
-	auth := serve.NewAuthenticator([]serve.TokenEntry{{SHA256: hash("acme-token"), Tenant: "acme", Scopes: []string{"call", "sessions"}}})
-	api, err := serve.New(serve.Options{Tenants: map[string]*serve.Tenant{"acme": tenant}, Auth: auth, Store: st, MaxBody: 1 << 20, MaxConcurrent: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.Handler())
-	defer func() { srv.Close(); api.Close(); st.Close(); h.Close(ctx) }()
+	t.Cleanup(func() { h.Close(ctx) })
+	srv := acmeServer(t, tenant, st, serve.Options{MaxBody: 1 << 20, MaxConcurrent: 4})
 	for i, ask := range []string{"Count a b.", "Again."} {
 		events := aguiEvents(t, srv.URL+"/v1/agents/actor/runs", `{"threadId":"acting","messages":[{"id":"u","role":"user","content":"`+ask+`"}]}`)
 		if last := events[len(events)-1]; last.Type != "RUN_FINISHED" {
@@ -394,4 +379,25 @@ func TestActionHistory(t *testing.T) {
 			t.Fatalf("sent %q, want %q", got, want)
 		}
 	}
+}
+
+// acmeServer serves tenant as "acme" (token "acme-token", scopes call and
+// sessions) over st on loopback, with opts' other fields; the server and
+// the store close when the test ends.
+func acmeServer(t *testing.T, tenant *serve.Tenant, st *store.Store, opts serve.Options) *httptest.Server {
+	t.Helper()
+	opts.Tenants = map[string]*serve.Tenant{"acme": tenant}
+	opts.Auth = serve.NewAuthenticator([]serve.TokenEntry{{SHA256: hash("acme-token"), Tenant: "acme", Scopes: []string{"call", "sessions"}}})
+	opts.Store = st
+	api, err := serve.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		api.Close()
+		st.Close()
+	})
+	return srv
 }

@@ -47,18 +47,7 @@ func codeServer(t *testing.T, mcpCode bool) *httptest.Server {
 	}
 	tenant := &serve.Tenant{Name: "acme", Host: h, Profiles: map[string]*profile.Profile{"coder": prof},
 		Provider: func(*profile.Profile) (llm.Provider, string, error) { return model, "replay", nil }}
-	auth := serve.NewAuthenticator([]serve.TokenEntry{{SHA256: hash("acme-token"), Tenant: "acme", Scopes: []string{"call", "sessions"}}})
-	api, err := serve.New(serve.Options{Tenants: map[string]*serve.Tenant{"acme": tenant}, Auth: auth, Store: st, MCPCodeMode: mcpCode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		api.Close()
-		st.Close()
-	})
-	return srv
+	return acmeServer(t, tenant, st, serve.Options{MCPCodeMode: mcpCode})
 }
 
 // TestMCPCodeMode: with Options.MCPCodeMode a tenant's /mcp lists
