@@ -78,6 +78,7 @@ func (h *Host) receiptEnd(ctx context.Context, t *manifest.Tool, rc *receiptCall
 
 // record hands r to the sink; a sink that fails is logged.
 func (h *Host) record(ctx context.Context, r *receipt.Receipt) {
+	r.Fit()
 	if err := h.opts.Receipts.Record(ctx, r); err != nil {
 		h.log.Error("the call's receipt was not recorded", "tool", r.Tool, "call_id", r.CallID, "error", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -224,6 +225,38 @@ func Decode(b []byte) (*Receipt, error) {
 		return nil, err
 	}
 	return &r, nil
+}
+
+// Fit makes r's text fields fit Check: a field longer than MaxField
+// bytes, or not UTF-8, is replaced by its valid prefix and the sha256 of
+// the whole value ("<prefix>…sha256:<hex>"), so that a value a caller
+// chose (a token's subject, a tenant's name) can neither break the
+// chain's verification nor be recorded as something it is not.
+func (r *Receipt) Fit() {
+	for _, f := range []*string{&r.Tenant, &r.CallID, &r.Tool, &r.ToolVersion, &r.Runner, &r.Status, &r.Code} {
+		*f = fitField(*f)
+	}
+	if a := r.Approval; a != nil {
+		for _, f := range []*string{&a.ID, &a.Decision, &a.Tenant, &a.Subject} {
+			*f = fitField(*f)
+		}
+	}
+}
+
+func fitField(v string) string {
+	if len(v) <= MaxField && utf8.ValidString(v) {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	tail := "…sha256:" + hex.EncodeToString(sum[:])
+	head := strings.ToValidUTF8(v, "\ufffd")
+	if len(head) > MaxField-len(tail) {
+		head = head[:MaxField-len(tail)]
+		for !utf8.ValidString(head) {
+			head = head[:len(head)-1]
+		}
+	}
+	return head + tail
 }
 
 // Check validates the shape of r (not its hash): the version, the

@@ -459,3 +459,39 @@ func TestParseMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestFit: a text field a caller chose that is too long or not UTF-8
+// (a token's subject in the approval) is fitted so the receipt still
+// passes Check, keeping a prefix and the whole value's digest.
+func TestFit(t *testing.T) {
+	long := strings.Repeat("s", 5000)
+	for _, tc := range []struct {
+		name, subject, tool string
+	}{
+		{"long subject", long, "core:echo"},
+		{"bad UTF-8", "alice\xff\xfe", "core:echo"},
+		{"long multibyte", strings.Repeat("é", 700), "x:" + strings.Repeat("é", 600)},
+		{"fits", "alice", "core:echo"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := draft("acme", 1)
+			r.Tool = tc.tool
+			r.Approval = &receipt.Approval{ID: "apr_1", Decision: "allow-once", Tenant: "acme", Subject: tc.subject}
+			r.Fit()
+			r.Link(1, "")
+			if err := r.Check(); err != nil {
+				t.Fatalf("after Fit: %v", err)
+			}
+			s := r.Approval.Subject
+			if tc.subject == "alice" {
+				if s != "alice" || r.Tool != "core:echo" {
+					t.Fatalf("a field that fits changed: %q %q", s, r.Tool)
+				}
+				return
+			}
+			if len(s) > receipt.MaxField || !strings.Contains(s, "sha256:") {
+				t.Errorf("subject %d bytes: %q", len(s), s[:min(len(s), 80)])
+			}
+		})
+	}
+}
