@@ -75,6 +75,26 @@ type AGUIEvent struct {
 	Code         string         `json:"code,omitempty"`
 	// Outcome is RUN_FINISHED's when the run stopped at interrupts.
 	Outcome *AGUIOutcome `json:"outcome,omitempty"`
+	// Name and Value are a CUSTOM event's.
+	Name  string `json:"name,omitempty"`
+	Value any    `json:"value,omitempty"`
+}
+
+// CodeStepEvent is the name of the CUSTOM event a run sends for each call
+// a code-mode program made: progress the client may show under the
+// run_code call, never a tool call of the model's (a client would send
+// that back as history the model did not write).
+const CodeStepEvent = "agenthost.code_step"
+
+// CodeStep is the value of a CodeStepEvent.
+type CodeStep struct {
+	ToolCallID       string          `json:"toolCallId"`
+	ParentToolCallID string          `json:"parentToolCallId"`
+	Tool             string          `json:"tool"`
+	Args             json.RawMessage `json:"args,omitempty"`
+	Status           string          `json:"status"`
+	Code             string          `json:"code,omitempty"`
+	DurationMs       float64         `json:"durationMs"`
 }
 
 // NewSession is the body of POST /v1/sessions.
@@ -495,6 +515,15 @@ func (s *Server) runAgent(ctx context.Context, c *call, ses store.Session, prof 
 					send(AGUIEvent{Type: "TOOL_CALL_ARGS", ToolCallID: ev.CallID, Delta: string(ev.Args)})
 				}
 				send(AGUIEvent{Type: "TOOL_CALL_END", ToolCallID: ev.CallID})
+			case "code_step":
+				v := CodeStep{ToolCallID: ev.CallID, Tool: ev.Tool, Args: ev.Args, Status: ev.Status, DurationMs: float64(ev.Duration.Microseconds()) / 1000}
+				if st := ev.Step; st != nil {
+					v.ParentToolCallID = st.ParentCallID
+					if st.Error != nil {
+						v.Code = string(st.Error.Code)
+					}
+				}
+				send(AGUIEvent{Type: "CUSTOM", Name: CodeStepEvent, Value: v})
 			case "tool":
 				if ev.Step == nil {
 					return

@@ -2,8 +2,10 @@ package serve_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,11 +119,72 @@ func TestAgentRunCodeMode(t *testing.T) {
 	for _, e := range events(t, first) {
 		types = append(types, e["type"].(string))
 	}
-	if got := strings.Join(types, " "); !strings.Contains(got, "TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END TOOL_CALL_RESULT") || !strings.HasSuffix(got, "RUN_FINISHED") ||
+	if got := strings.Join(types, " "); !strings.Contains(got, "TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END CUSTOM CUSTOM TOOL_CALL_RESULT") || !strings.HasSuffix(got, "RUN_FINISHED") ||
 		!strings.Contains(first, `"toolCallName":"run_code"`) || !strings.Contains(first, `\"result\":3`) {
 		t.Fatalf("first run: %v\n%s", types, first)
 	}
+	// The program's two calls are CUSTOM progress under the run_code call.
+	var steps []map[string]any
+	var runCodeID string
+	for _, e := range events(t, first) {
+		if e["type"] == "TOOL_CALL_START" && e["toolCallName"] == "run_code" {
+			runCodeID, _ = e["toolCallId"].(string)
+		}
+		if e["type"] == "CUSTOM" && e["name"] == serve.CodeStepEvent {
+			v, _ := e["value"].(map[string]any)
+			steps = append(steps, v)
+		}
+	}
+	if len(steps) != 2 {
+		t.Fatalf("%d code steps, want 2:\n%s", len(steps), first)
+	}
+	for i, v := range steps {
+		if v["tool"] != "core:echo" || v["status"] != "success" || v["parentToolCallId"] != runCodeID || runCodeID == "" || v["toolCallId"] == "" {
+			t.Errorf("step %d: %v (run_code %q)", i, v, runCodeID)
+		}
+	}
 	if second := run("And 4?"); !strings.Contains(second, "RUN_FINISHED") || !strings.Contains(second, "Four.") {
 		t.Fatalf("second run:\n%s", second)
+	}
+}
+
+// TestAGUICodeModeClient runs the code-mode profile with the official
+// @ag-ui/client: the program's calls arrive as CUSTOM events the client
+// accepts, and its messages hold the run_code call only.
+func TestAGUICodeModeClient(t *testing.T) {
+	node := aguiNode(t)
+	srv := codeServer(t, false)
+	cmd := exec.Command(node, "run.mjs", srv.URL, "acme-token", "coder", "code-thread")
+	cmd.Dir = "testdata/agui"
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
+	}
+	var got struct {
+		Events   []string `json:"events"`
+		Messages []struct {
+			Role      string   `json:"role"`
+			ToolCalls []string `json:"toolCalls"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	custom := 0
+	for _, e := range got.Events {
+		if e == "CUSTOM" {
+			custom++
+		}
+	}
+	var calls []string
+	for _, m := range got.Messages {
+		calls = append(calls, m.ToolCalls...)
+	}
+	if custom != 2 || strings.Join(calls, ",") != "run_code" || got.Events[len(got.Events)-1] != "RUN_FINISHED" {
+		t.Fatalf("events %v, tool calls %v", got.Events, calls)
 	}
 }
