@@ -145,30 +145,42 @@ func callID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// grantDigests caches each live grant's digest: a grant is built once per
-// prepared tool and shared by its calls. An entry leaves with its grant.
-var grantDigests sync.Map // weak.Pointer[policy.Grant] -> string
+// grantCodes caches each live grant's canonical encoding and its digest:
+// a grant is built once per prepared tool and shared by its calls. An
+// entry leaves with its grant.
+var grantCodes sync.Map // weak.Pointer[policy.Grant] -> grantCode
 
-// grantDigest returns the hex sha256 of the grant's canonical encoding:
-// its JSON form (fields in declaration order, map keys sorted; the
-// granted variables by name only, never their values). "" when the call
-// never got a grant (refused before it was prepared).
-func grantDigest(g *policy.Grant) string {
+type grantCode struct {
+	json   []byte
+	digest string
+}
+
+// grantEncoding returns the grant's canonical encoding (its JSON form:
+// fields in declaration order, map keys sorted; the granted variables by
+// name only, never their values) and its hex sha256; nil and "" when the
+// call never got a grant (refused before it was prepared).
+func grantEncoding(g *policy.Grant) ([]byte, string) {
 	if g == nil {
-		return ""
+		return nil, ""
 	}
 	key := weak.Make(g)
-	if d, ok := grantDigests.Load(key); ok {
-		return d.(string)
+	if c, ok := grantCodes.Load(key); ok {
+		return c.(grantCode).json, c.(grantCode).digest
 	}
 	b, err := json.Marshal(g)
 	if err != nil {
-		return ""
+		return nil, ""
 	}
-	d := receipt.Digest(b)
-	if _, loaded := grantDigests.LoadOrStore(key, d); !loaded {
-		runtime.AddCleanup(g, func(k weak.Pointer[policy.Grant]) { grantDigests.Delete(k) }, key)
+	c := grantCode{json: b, digest: receipt.Digest(b)}
+	if _, loaded := grantCodes.LoadOrStore(key, c); !loaded {
+		runtime.AddCleanup(g, func(k weak.Pointer[policy.Grant]) { grantCodes.Delete(k) }, key)
 	}
+	return c.json, c.digest
+}
+
+// grantDigest is the hex sha256 of the grant's canonical encoding.
+func grantDigest(g *policy.Grant) string {
+	_, d := grantEncoding(g)
 	return d
 }
 

@@ -61,16 +61,24 @@ func (rp *replayRecord) done(rc *receiptCall, env *abi.Envelope) {
 	if rp == nil || rp.recorded == nil {
 		return
 	}
-	pl := replayPayload{Recorded: rp.recorded}
-	if b, err := json.Marshal(rp.grant); err == nil {
-		pl.Grant = b
+	// The payload is replayPayload's encoding, put together here: the
+	// grant's encoding is cached per grant and the output is the
+	// envelope's (valid JSON already), so neither is encoded or checked
+	// again on each call.
+	rec, err := json.Marshal(rp.recorded)
+	if err != nil {
+		return
 	}
-	if len(env.Output) <= maxKeptOutput {
-		pl.Output = env.Output
+	grant, _ := grantEncoding(rp.grant)
+	b := make([]byte, 0, len(rec)+len(grant)+len(env.Output)+40)
+	b = append(append(b, `{"recorded":`...), rec...)
+	if len(grant) > 0 {
+		b = append(append(b, `,"grant":`...), grant...)
 	}
-	if b, err := json.Marshal(pl); err == nil {
-		rc.setInputs(b)
+	if len(env.Output) > 0 && len(env.Output) <= maxKeptOutput {
+		b = append(append(b, `,"output":`...), env.Output...)
 	}
+	rc.setInputs(append(b, '}'))
 }
 
 // ReplayOptions says how Host.Replay picks the tool to run.
