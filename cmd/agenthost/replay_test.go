@@ -128,6 +128,13 @@ func (re replayEnv) record(t *testing.T, dirs []string, calls func(h *host.Host)
 // own when nil) and returns its exit code and output.
 func (re replayEnv) replay(t *testing.T, dirs []string, args ...string) (int, string) {
 	t.Helper()
+	code, stdout, stderr := re.run(t, dirs, args...)
+	return code, stdout + stderr
+}
+
+// run runs replay with args; it returns the exit code, stdout and stderr.
+func (re replayEnv) run(t *testing.T, dirs []string, args ...string) (int, string, string) {
+	t.Helper()
 	if dirs == nil {
 		dirs = re.dirs
 	}
@@ -137,22 +144,24 @@ func (re replayEnv) replay(t *testing.T, dirs []string, args ...string) (int, st
 	}
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), append(all, args...), strings.NewReader(""), &stdout, &stderr)
-	return code, stdout.String() + stderr.String()
+	return code, stdout.String(), stderr.String()
+}
+
+// replayJSON runs replay --json with args and decodes what it printed on
+// stdout (log lines go to stderr); out is both, for messages.
+func (re replayEnv) replayJSON(t *testing.T, args ...string) (code int, got replayJSON, out string) {
+	t.Helper()
+	code, stdout, stderr := re.run(t, nil, append(args, "--json")...)
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("replay --json: %v\n%s%s", err, stdout, stderr)
+	}
+	return code, got, stdout + stderr
 }
 
 // replayJSON is replay --json's output.
 type replayJSON struct {
 	Results []replayLine  `json:"results"`
 	Summary replaySummary `json:"summary"`
-}
-
-func decodeReplay(t *testing.T, out string) replayJSON {
-	t.Helper()
-	var r replayJSON
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("replay --json: %v\n%s", err, out)
-	}
-	return r
 }
 
 // wasiTools are the first-party tools that run on the wasi-command
@@ -196,8 +205,7 @@ func TestReplayExamples(t *testing.T) {
 	if calls < 10 {
 		t.Fatalf("only %d example calls", calls)
 	}
-	code, out := re.replay(t, nil, "--since", "1", "--json")
-	got := decodeReplay(t, out)
+	code, got, out := re.replayJSON(t, "--since", "1")
 	if code != 0 || got.Summary.Match != calls || len(got.Results) != calls {
 		t.Fatalf("exit %d, %d calls: %+v\n%s", code, calls, got.Summary, out)
 	}
@@ -283,8 +291,7 @@ func TestReplayNotReplayable(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	code, out := re.replay(t, nil, "--since", "1", "--json")
-	got := decodeReplay(t, out)
+	code, got, out := re.replayJSON(t, "--since", "1")
 	if code != 1 || got.Summary.NotReplayable < 3 || got.Summary.Match+got.Summary.Mismatch > 0 {
 		t.Fatalf("exit %d: %s", code, out)
 	}
@@ -337,8 +344,7 @@ func TestReplayWith(t *testing.T) {
 	if code != 1 || t.Failed() {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	code, out = re.replay(t, nil, "--since", "1", "--with", v2, "--json")
-	got := decodeReplay(t, out)
+	code, got, out := re.replayJSON(t, "--since", "1", "--with", v2)
 	if code != 1 || got.Summary.Match != 2 || got.Summary.Same != 1 || got.Summary.Differs != 1 || got.Results[0].With.Grant == "" {
 		t.Fatalf("exit %d: %s", code, out)
 	}
