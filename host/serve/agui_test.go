@@ -79,16 +79,7 @@ func TestAGUIUniqueCallIDs(t *testing.T) {
 		t.Skip("node or @ag-ui/client is not installed (npm ci in host/serve/testdata/agui)")
 	}
 	srv, replays := exampleServer(t, nil)
-	cmd := exec.Command(node, "two-runs.mjs", srv.URL, "acme-token", "text-analyst", "two-runs")
-	cmd.Dir = "testdata/agui"
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
-	}
+	out := aguiScript(t, node, "two-runs.mjs", srv.URL, "acme-token", "text-analyst", "two-runs")
 	var got struct {
 		Runs []struct {
 			Events      []string `json:"events"`
@@ -379,6 +370,23 @@ func TestActionHistory(t *testing.T) {
 			t.Fatalf("sent %q, want %q", got, want)
 		}
 	}
+}
+
+// aguiScript runs a script of testdata/agui with node and returns what it
+// printed on stdout; a failing script fails the test with its stderr.
+func aguiScript(t *testing.T, node, script string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(node, append([]string{script}, args...)...)
+	cmd.Dir = "testdata/agui"
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node %s: %v\n%s\n%s", script, err, out, stderr)
+	}
+	return out
 }
 
 // acmeServer serves tenant as "acme" (token "acme-token", scopes call and

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,16 +153,7 @@ func TestAgentRunCodeMode(t *testing.T) {
 func TestAGUICodeModeClient(t *testing.T) {
 	node := aguiNode(t)
 	srv := codeServer(t, false)
-	cmd := exec.Command(node, "run.mjs", srv.URL, "acme-token", "coder", "code-thread")
-	cmd.Dir = "testdata/agui"
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
-	}
+	out := aguiScript(t, node, "run.mjs", srv.URL, "acme-token", "coder", "code-thread")
 	var got struct {
 		Events   []string `json:"events"`
 		Messages []struct {

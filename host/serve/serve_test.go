@@ -352,16 +352,7 @@ func TestAGUIClient(t *testing.T) {
 		t.Skip("node or @ag-ui/client is not installed (npm ci in host/serve/testdata/agui)")
 	}
 	f := newFixture(t, filepath.Join(t.TempDir(), "db"))
-	cmd := exec.Command(node, "run.mjs", f.srv.URL, "acme-token", "counter", "agui-thread")
-	cmd.Dir = "testdata/agui"
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
-	}
+	out := aguiScript(t, node, "run.mjs", f.srv.URL, "acme-token", "counter", "agui-thread")
 	var got struct {
 		Events  []string `json:"events"`
 		Results []struct {
