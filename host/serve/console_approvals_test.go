@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,23 +15,7 @@ import (
 // two calls wait; one is allowed once, the other (with markup in its
 // arguments, shown as text) denied, through the buttons.
 func TestConsoleApprovals(t *testing.T) {
-	dir, err := filepath.Abs("testdata/console")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const chromium = "/usr/bin/chromium"
-	for _, need := range []string{filepath.Join(dir, "node_modules", "playwright-core"), chromium} {
-		if _, err := os.Stat(need); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is missing (.ci/run installs it)", need)
-			}
-			t.Skipf("%s is missing: run npm ci in %s and install Debian's chromium", need, dir)
-		}
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is missing")
-	}
+	dir, node := consoleBrowser(t)
 	srv, b := approvalServer(t)
 	allowed := startCall(t, srv, `{"path":"secrets/key"}`)
 	denied := startCall(t, srv, `{"note":"<img src=x onerror=alert(1)>"}`)

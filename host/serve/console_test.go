@@ -265,6 +265,33 @@ func seedHistory(t testing.TB, st *store.Store, tenant, id string, n int) {
 	}
 }
 
+// chromium is Debian's Chromium, which Playwright drives.
+const chromium = "/usr/bin/chromium"
+
+// consoleBrowser returns the Playwright folder (testdata/console) and
+// node, or skips the test when they or Chromium are missing (fails it in
+// CI, whose .ci/run installs them).
+func consoleBrowser(t *testing.T) (dir, node string) {
+	t.Helper()
+	dir, err := filepath.Abs("testdata/console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, need := range []string{filepath.Join(dir, "node_modules", "playwright-core"), chromium} {
+		if _, err := os.Stat(need); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is missing (.ci/run installs it)", need)
+			}
+			t.Skipf("%s is missing: run npm ci in %s and install Debian's chromium", need, dir)
+		}
+	}
+	node, err = exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is missing")
+	}
+	return dir, node
+}
+
 // TestConsoleBrowser drives the web console in Debian's Chromium with
 // Playwright against a real server on loopback: the catalogue is the
 // landing page; a try-it call sends only what was set; an agent run
@@ -275,23 +302,8 @@ func seedHistory(t testing.TB, st *store.Store, tenant, id string, n int) {
 // AGENTHOST_UPDATE_SCREENSHOTS=1 it writes the screenshots of
 // docs/SERVE.md.
 func TestConsoleBrowser(t *testing.T) {
-	dir, err := filepath.Abs("testdata/console")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const chromium = "/usr/bin/chromium"
-	for _, need := range []string{filepath.Join(dir, "node_modules", "playwright-core"), chromium} {
-		if _, err := os.Stat(need); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is missing (.ci/run installs it)", need)
-			}
-			t.Skipf("%s is missing: run npm ci in %s and install Debian's chromium", need, dir)
-		}
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is missing")
-	}
+	dir, node := consoleBrowser(t)
+	var err error
 	f := newConsoleFixture(t)
 	seedHistory(t, f.store, "acme", "long-thread", 10000)
 	shots := t.TempDir()
