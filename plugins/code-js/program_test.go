@@ -10,16 +10,8 @@ import (
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/plugins/internal/toolcall"
+	"github.com/agenthost/agenthost/plugins/internal/toolcall/toolcalltest"
 )
-
-// echoCaller answers every call with its arguments, except "x:fail",
-// which fails with PERMISSION_DENIED and an observation.
-func echoCaller(tool string, args []byte) (toolcall.Response, error) {
-	if tool == "x:fail" {
-		return toolcall.Response{Envelope: abi.Failure(tool, abi.Errorf(abi.CodePermissionDenied, "no")), Observation: "Observation: Error - denied"}, nil
-	}
-	return toolcall.Response{Envelope: abi.Envelope{ToolID: tool, Status: abi.StatusSuccess, Output: json.RawMessage(args)}}, nil
-}
 
 // TestRun covers the interpreter side natively: await, console, tool
 // names, and every error kind with its code.
@@ -42,7 +34,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := Run(Input{Code: tc.code, Input: json.RawMessage("7")}, echoCaller)
+			out, err := Run(Input{Code: tc.code, Input: json.RawMessage("7")}, toolcalltest.Echo)
 			if tc.code0 == "" {
 				if err != nil || string(out.Result) != tc.want {
 					t.Fatalf("got %s, %v; want %s", out.Result, err, tc.want)
@@ -110,7 +102,7 @@ func TestWarm(t *testing.T) {
 	}
 	probe := Input{Code: "return [typeof r, typeof t, typeof tools, typeof console.log, (await tools.x.y({v: 1})).v]"}
 	for i := range 2 {
-		out, err := Run(probe, echoCaller)
+		out, err := Run(probe, toolcalltest.Echo)
 		if err != nil || string(out.Result) != `["undefined","undefined","object","function",1]` {
 			t.Fatalf("program %d: got %s, %v", i, out.Result, err)
 		}

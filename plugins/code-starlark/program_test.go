@@ -10,16 +10,8 @@ import (
 
 	"github.com/agenthost/agenthost/abi"
 	"github.com/agenthost/agenthost/plugins/internal/toolcall"
+	"github.com/agenthost/agenthost/plugins/internal/toolcall/toolcalltest"
 )
-
-// echoCaller answers every call with its arguments, except "x:fail",
-// which fails with PERMISSION_DENIED and an observation.
-func echoCaller(tool string, args []byte) (toolcall.Response, error) {
-	if tool == "x:fail" {
-		return toolcall.Response{Envelope: abi.Failure(tool, abi.Errorf(abi.CodePermissionDenied, "no")), Observation: "Observation: Error - denied"}, nil
-	}
-	return toolcall.Response{Envelope: abi.Envelope{ToolID: tool, Status: abi.StatusSuccess, Output: json.RawMessage(args)}}, nil
-}
 
 // TestRun covers the interpreter side natively: results, names of tools,
 // the log cap and every error kind with its code.
@@ -42,7 +34,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := Run(Input{Code: tc.code}, Options{MaxSteps: 1000, Call: echoCaller})
+			out, err := Run(Input{Code: tc.code}, Options{MaxSteps: 1000, Call: toolcalltest.Echo})
 			if tc.code0 == "" {
 				if err != nil || string(out.Result) != tc.want {
 					t.Fatalf("got %s, %v; want %s", out.Result, err, tc.want)
@@ -58,7 +50,7 @@ func TestRun(t *testing.T) {
 }
 
 func TestLogCap(t *testing.T) {
-	out, err := Run(Input{Code: "for i in range(20000):\n    print('line', i)"}, Options{MaxSteps: 1e6, Call: echoCaller})
+	out, err := Run(Input{Code: "for i in range(20000):\n    print('line', i)"}, Options{MaxSteps: 1e6, Call: toolcalltest.Echo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +73,7 @@ func FuzzProgram(f *testing.F) {
 		if strings.Contains(code, "*") {
 			t.Skip() // string and list repetition can ask for gigabytes natively; the host caps memory
 		}
-		_, err := Run(Input{Code: code}, Options{MaxSteps: 10000, Call: echoCaller})
+		_, err := Run(Input{Code: code}, Options{MaxSteps: 10000, Call: toolcalltest.Echo})
 		var ae *abi.Error
 		if err != nil && !errors.As(err, &ae) {
 			t.Fatalf("error %v is not an *abi.Error", err)
